@@ -1,0 +1,1 @@
+"""Benchmarks behind ``python -m demos bench ...``; shared recording helpers in :mod:`.record`."""

@@ -1,0 +1,76 @@
+"""Writing benchmark results: one JSON layout for every benchmark of the course.
+
+A timing means nothing without the machine it was taken on, so every result
+file carries the hardware and package versions next to the numbers. Reference
+results measured on the course's GPU machines ship in ``demos/results/``;
+a student's own runs go to ``bench-results/`` (git-ignored) unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import statistics
+from pathlib import Path
+from typing import Any
+
+from demos import hardware
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+REFERENCE_DIR = PACKAGE_DIR / "results"
+DEFAULT_OUTPUT_DIR = Path("bench-results")
+
+
+def environment_record() -> dict[str, Any]:
+    """The machine and software a measurement was taken with."""
+    return {
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        **hardware.report(include_tensorflow=False),
+    }
+
+
+def summarize(seconds: list[float]) -> dict[str, float]:
+    """Median, mean, min and spread of repeated timings, in seconds."""
+    return {
+        "median_s": statistics.median(seconds),
+        "mean_s": statistics.fmean(seconds),
+        "min_s": min(seconds),
+        "stdev_s": statistics.stdev(seconds) if len(seconds) > 1 else 0.0,
+        "repeats": len(seconds),
+    }
+
+
+def write_result(path: str | os.PathLike, benchmark: str, results: Any, **parameters: Any) -> Path:
+    """Write ``{"benchmark", "parameters", "environment", "results"}`` as JSON to *path*."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "benchmark": benchmark,
+        "parameters": parameters,
+        "environment": environment_record(),
+        "results": results,
+    }
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    tmp.replace(path)  # never leave a half-written file behind
+    return path
+
+
+def write_json(path: str | os.PathLike, data: Any) -> Path:
+    """Write plain JSON (the compatibility files of the original course use this)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def read_result(path: str | os.PathLike) -> dict[str, Any]:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def reference_result(name: str) -> dict[str, Any]:
+    """A reference result shipped with the package, e.g. ``reference_result("distance_h200")``."""
+    return read_result(REFERENCE_DIR / f"{name}.json")

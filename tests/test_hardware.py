@@ -1,0 +1,51 @@
+"""Hardware discovery answers sensibly on any machine, and GPU-only code fails clearly."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from demos import hardware
+
+
+def test_report_is_consistent_with_gpu_list():
+    info = hardware.report()
+    assert len(info["gpus"]) == hardware.gpu_count()
+    if hardware.has_gpu():
+        assert info["no_gpu_reason"] is None
+        assert all(g["total_memory_bytes"] > 0 for g in info["gpus"])
+    else:
+        assert isinstance(info["no_gpu_reason"], str) and info["no_gpu_reason"]
+
+
+def test_info_command_prints_json():
+    out = subprocess.run(
+        [sys.executable, "-m", "demos", "info", "--json", "--no-tensorflow"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    info = json.loads(out)
+    assert info["cpu_count"] >= 1
+    assert "numpy" in info["packages"]
+
+
+def test_unknown_command_is_refused_with_usage():
+    proc = subprocess.run([sys.executable, "-m", "demos", "frobnicate"], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "unknown command" in proc.stderr and "bench distance" in proc.stderr
+
+
+@pytest.mark.skipif(hardware.has_gpu(), reason="checks the message shown on machines without a GPU")
+def test_require_gpu_explains_why():
+    with pytest.raises(hardware.GPUUnavailableError, match="needs an NVIDIA CUDA GPU"):
+        hardware.require_gpu("The tiled kernel")
+    with pytest.raises(hardware.GPUUnavailableError, match="needs CuPy on a CUDA GPU"):
+        hardware.require_cupy("The CuPy distance matrix")
+
+
+@pytest.mark.gpu
+def test_gpu_properties_are_real():
+    for g in hardware.gpus():
+        assert g.compute_capability[0] >= 3
+        assert g.multiprocessors > 0
+    assert hardware.cupy_available()
