@@ -24,9 +24,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     no_gpu = pytest.mark.skip(reason=f"needs a CUDA GPU: {hardware.no_gpu_reason()}")
     one_gpu = pytest.mark.skip(reason=f"needs 2 or more CUDA GPUs, this machine has {n_gpus}")
     for item in items:
-        if "gpu" in item.keywords and n_gpus == 0:
+        # Look at real markers, not item.keywords: keywords also hold
+        # parametrize ids, and a case named "multigpu" must not be skipped.
+        if item.get_closest_marker("gpu") and n_gpus == 0:
             item.add_marker(no_gpu)
-        elif "multigpu" in item.keywords and n_gpus < 2:
+        elif item.get_closest_marker("multigpu") and n_gpus < 2:
             item.add_marker(one_gpu)
 
 
