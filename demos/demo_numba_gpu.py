@@ -1,0 +1,33 @@
+"""Compatibility module for the original course notebook (chapter 4).
+
+The notebook does ``from demos.demo_numba_gpu import distance_matrix`` and
+launches it exactly as the first lecture did::
+
+    result = np.empty((n, n), dtype=points.dtype)
+    distance_matrix[(n, n), (1, 1)](points, result)
+
+``distance_matrix`` is therefore the raw ``numba.cuda.jit`` kernel (one thread
+per entry, squared distances of *points* to themselves), not a wrapper. Numba
+copies host arrays to the GPU and back around the launch, which is convenient
+but slow; :mod:`demos.distance.numba_cuda` has the faster kernels and the
+device-array API.
+"""
+
+from __future__ import annotations
+
+from numba import cuda
+
+__all__ = ["distance_matrix"]
+
+
+@cuda.jit
+def distance_matrix(points, result):
+    """result[i, j] = squared distance between points i and j, one thread per (i, j)."""
+    i, j = cuda.grid(2)
+    if i < result.shape[0] and j < result.shape[1]:
+        diff = points[i, 0] - points[j, 0]
+        acc = diff * diff  # start from the first term: keeps float32 inputs in float32
+        for k in range(1, points.shape[1]):
+            diff = points[i, k] - points[j, k]
+            acc += diff * diff
+        result[i, j] = acc
