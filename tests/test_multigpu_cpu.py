@@ -1,0 +1,140 @@
+"""Chapter 6 examples on whatever this machine has (CPU workers, simulator, or GPUs)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from demos.multigpu import device_threads, lorenz, pipeline, tiles
+from demos.multigpu.workload import reference
+
+
+def test_process_pool_one_device_per_worker():
+    from demos.multigpu.process_pool import run_per_device
+
+    total, reports = run_per_device(200_000, n_workers=2)
+    assert total == pytest.approx(reference(200_000), rel=1e-12)
+    assert len({r["pid"] for r in reports}) == 2  # really two processes
+
+
+def test_dask_cluster_runs_the_same_function():
+    pytest.importorskip("dask.distributed")
+    from demos.multigpu.dask_workers import run_on_cluster
+
+    total, reports, kind = run_on_cluster(100_000, n_workers=2)
+    assert total == pytest.approx(reference(100_000), rel=1e-12)
+    assert len(reports) == 2 and "Cluster" in kind
+
+
+def test_mpi_sum_with_two_ranks():
+    pytest.importorskip("mpi4py")
+    mpirun = shutil.which("mpirun") or shutil.which("mpirun", path=os.path.dirname(sys.executable))
+    if mpirun is None:
+        pytest.skip("no mpirun on PATH (install the 'mpi' extra)")
+    cmd = [mpirun, "-n", "2", sys.executable, "-m", "demos.multigpu.mpi_sum", "--n", "100000"]
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}  # Open MPI in containers
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "OK" in proc.stdout and "rank 1/2" in proc.stdout
+
+
+def test_threaded_add_matches_numpy(rng):
+    a, b = rng.random(10_001), rng.random(10_001)
+    np.testing.assert_array_equal(device_threads.threaded_add(a, b), a + b)
+
+
+def test_tiles_with_halo_equal_the_unsplit_blur(rng):
+    image = rng.random((37, 53)).astype(np.float32)
+    whole = tiles.blur(image)
+    for grid in [(1, 1), (2, 2), (3, 4)]:
+        np.testing.assert_allclose(tiles.blur_tiled(image, grid), whole, rtol=1e-6)
+
+
+def test_tiles_reject_non_images(rng):
+    with pytest.raises(ValueError, match="2-D"):
+        tiles.blur_tiled(rng.random(10))
+
+
+def test_pipeline_equals_unsplit_model(rng):
+    w1, w2 = pipeline.make_weights(20, 32, 5)
+    x = rng.standard_normal((50, 20)).astype(np.float32)
+    np.testing.assert_allclose(pipeline.forward_pipelined(x, w1, w2, micro_batches=4), pipeline.forward(x, w1, w2), rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError):
+        pipeline.forward_pipelined(x, w2, w1)
+
+
+def test_lorenz_numba_cpu_matches_numpy_rk4():
+    u0, p = lorenz.ensemble_problem(200, dtype=np.float64)
+    ref = lorenz.lorenz_numpy(u0, p, 0.001, 300)
+    np.testing.assert_allclose(lorenz.lorenz_cpu(u0, p, 0.001, 300), ref, rtol=1e-10, atol=1e-10)
+    u32, p32 = lorenz.ensemble_problem(200)
+    np.testing.assert_allclose(lorenz.lorenz_cpu(u32, p32, 0.001, 300), ref, atol=1e-3)
+
+
+def test_lorenz_kernel_matches_numpy_rk4():
+    """On CPU this runs in the CUDA simulator (tiny ensemble); on a GPU, for real."""
+    u0, p = lorenz.ensemble_problem(32)
+    ref = lorenz.lorenz_numpy(u0, p, 0.001, 50)
+    np.testing.assert_allclose(lorenz.lorenz_gpu(u0, p, 0.001, 50), ref, atol=1e-4)
+
+
+def test_lorenz_rejects_bad_input():
+    u0, p = lorenz.ensemble_problem(4)
+    with pytest.raises(ValueError):
+        lorenz.lorenz_cpu(u0, p[:, :2], 0.01, 1)
+    with pytest.raises(TypeError):
+        lorenz.lorenz_cpu(u0, p.astype(np.float64), 0.01, 1)
+
+
+def test_data_parallel_training_equals_single_device():
+    pytest.importorskip("keras")
+    from demos.multigpu import data_parallel
+
+    x, y = data_parallel.toy_data(128)
+    w_single, loss_single, _ = data_parallel.train(x, y, distributed=False)
+    w_dist, loss_dist, description = data_parallel.train(x, y, distributed=True)
+    assert loss_single[-1] < loss_single[0]  # it learns
+    # the same mathematics; only the order of the gradient all-reduce differs between devices
+    np.testing.assert_allclose(loss_dist, loss_single, rtol=1e-3)
+    for a, b in zip(w_dist, w_single):
+        np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-4)
+    assert "replica" in description or "DataParallel" in description
+
+
+def test_bench_cli_writes_json_and_plots(tmp_path):
+    from demos.__main__ import main
+
+    from demos import hardware
+
+    if hardware.has_gpu():
+        pytest.skip("the full GPU benchmark is run by tools/device/multigpu.sh, not by the test suite")
+    assert main(["bench", "multigpu", "--output", str(tmp_path), "--repeats", "1"]) == 0
+    (path,) = tmp_path.glob("multigpu_*.json")
+    data = json.loads(path.read_text())
+    assert data["benchmark"] == "multigpu" and data["results"]["gpu_count"] == 0
+    assert data["results"]["cpu"]["sum_10M_numpy"]["median_s"] > 0
+
+
+def test_plot_of_a_gpu_result(tmp_path):
+    from demos.multigpu.plots import plot
+
+    fake = {
+        "benchmark": "multigpu",
+        "results": {
+            "matvec": {"speedup": {"1": 1.0, "2": 1.9, "4": 3.5}},
+            "reduce": {
+                "times_s": {"1000": {"1": 1e-5, "2": 2e-5}, "1000000": {"1": 1e-3, "2": 6e-4}},
+                "speedup": {"1000": {"1": 1.0, "2": 0.5}},
+                "crossover_size": 1000000,
+            },
+        },
+    }
+    files = plot(fake, tmp_path)
+    assert [f.name for f in files] == ["multigpu_speedup.png", "multigpu_reduce_crossover.png"]
+    assert all(f.stat().st_size > 1000 for f in files)
+    with pytest.raises(ValueError):
+        plot({"benchmark": "distance"}, tmp_path)

@@ -1,0 +1,98 @@
+"""Chapter 6 on real GPUs: every result against a NumPy or single-device reference."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from demos import hardware
+from demos.multigpu import device_threads, lorenz, pipeline, tiles
+from demos.multigpu.matvec import SplitMatVec, matvec
+from demos.multigpu.reduce import SplitSum, split_sum
+from demos.multigpu.workload import reference
+
+N_GPUS = hardware.gpu_count()
+
+
+@pytest.mark.gpu
+def test_matvec_one_gpu_matches_numpy(rng):
+    a, x = rng.random((1000, 3000), dtype=np.float32), rng.random(3000, dtype=np.float32)
+    np.testing.assert_allclose(matvec(a, x, 1), a.astype(np.float64) @ x, rtol=1e-4)
+
+
+@pytest.mark.multigpu
+def test_matvec_split_over_all_gpus_matches_numpy(rng):
+    a, x = rng.random((1001, 3000), dtype=np.float32), rng.random(3000, dtype=np.float32)
+    mv = SplitMatVec(a, x, N_GPUS)
+    np.testing.assert_allclose(mv.run().get(), a.astype(np.float64) @ x, rtol=1e-4)
+    assert mv.time_per_call(repeats=3) > 0
+    np.testing.assert_allclose(mv.result.get(), a.astype(np.float64) @ x, rtol=1e-4)  # still right after timing
+    assert SplitMatVec.random(64, 5000, N_GPUS).max_relative_error() < 1e-4
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n_devices", [1, None])
+def test_sum_matches_numpy(rng, n_devices):
+    v = rng.random(1_000_003, dtype=np.float32)
+    assert split_sum(v, n_devices) == pytest.approx(v.sum(dtype=np.float64), rel=1e-5)
+
+
+@pytest.mark.multigpu
+def test_sum_on_all_gpus_matches_exact():
+    s = SplitSum.filled(10_000_000, N_GPUS)
+    assert s.run() == pytest.approx(s.exact(), rel=1e-5)
+    s.time_per_call(repeats=3)
+    assert s.run() == pytest.approx(s.exact(), rel=1e-5)
+
+
+@pytest.mark.multigpu
+def test_lorenz_on_all_gpus_matches_numpy():
+    u0, p = lorenz.ensemble_problem(10_000)
+    ref = lorenz.lorenz_numpy(u0, p, 0.001, 1000)
+    np.testing.assert_allclose(lorenz.lorenz_gpu(u0, p, 0.001, 1000, n_gpus=N_GPUS), ref, atol=2e-3)
+    ens = lorenz.ResidentEnsemble(u0, p, N_GPUS)
+    assert ens.run(0.001, 1000) > 0
+    np.testing.assert_allclose(ens.result(), ref, atol=2e-3)
+
+
+@pytest.mark.gpu
+def test_managed_memory_add_matches_numpy():
+    result, expected = device_threads.managed_add(1_000_000)
+    np.testing.assert_array_equal(result, expected)
+
+
+@pytest.mark.multigpu
+def test_threads_tiles_pipeline_on_gpus(rng):
+    a, b = rng.random(100_001), rng.random(100_001)
+    np.testing.assert_array_equal(device_threads.threaded_add(a, b), a + b)
+    image = rng.random((300, 401)).astype(np.float32)
+    np.testing.assert_allclose(tiles.blur_tiled(image, (2, 2)), tiles.blur(image), rtol=1e-5)
+    w1, w2 = pipeline.make_weights(64, 128, 10)
+    x = rng.standard_normal((512, 64)).astype(np.float32)
+    np.testing.assert_allclose(pipeline.forward_pipelined(x, w1, w2, 8), pipeline.forward(x, w1, w2), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.multigpu
+def test_process_pool_pins_one_gpu_per_worker():
+    from demos.multigpu.process_pool import run_per_device
+
+    total, reports = run_per_device(1_000_000)
+    assert total == pytest.approx(reference(1_000_000), rel=1e-9)
+    assert sorted(r["visible"] for r in reports) == [str(i) for i in range(N_GPUS)]
+    assert all(r["where"].startswith("GPU") for r in reports)
+
+
+@pytest.mark.multigpu
+def test_mpi_ranks_on_gpus_staged_through_host():
+    pytest.importorskip("mpi4py")
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        pytest.skip("no mpirun on PATH")
+    cmd = [mpirun, "-n", "2", sys.executable, "-m", "demos.multigpu.mpi_sum", "--n", "1000000"]
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}  # Open MPI in containers
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "OK" in proc.stdout and "GPU 1" in proc.stdout
