@@ -1,0 +1,43 @@
+"""nbgrader settings for this course; the repository root is the course directory.
+
+Instructors edit the assignments in ``solutions/`` (nbgrader's "source") and
+release them into ``exercises/`` with ``nbgrader generate_assignment``; the
+README's instructors section lists the whole workflow. Grading needs no GPU:
+the notebooks fall back to NumPy and Numba's CUDA simulator (see demos/grading.py).
+"""
+
+from pathlib import Path
+
+c = get_config()  # noqa: F821  (provided by nbgrader when it reads this file)
+
+c.CourseDirectory.course_id = "gpu-python"
+c.CourseDirectory.root = str(Path(__file__).resolve().parent)
+c.CourseDirectory.source_directory = "solutions"
+c.CourseDirectory.release_directory = "exercises"
+
+# Stop a student's cell after this many seconds (an endless loop scores 0 for
+# that notebook and the rest of the batch is still graded). The assignments
+# need a few seconds per cell, even in the CUDA simulator.
+c.Execute.timeout = 60
+c.Execute.interrupt_on_timeout = True
+
+# What students see in place of the instructor's solution.
+c.ClearSolutions.code_stub = {
+    "python": '# YOUR CODE HERE: replace this line with your solution\n'
+    'raise NotImplementedError("this part of the exercise is not done yet")',
+}
+c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+
+# Feedback must not reveal the hidden tests, neither their source nor the
+# source quoted in a failing assertion's traceback.
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    "demos.grading.FeedbackWithoutHiddenTests",
+]
+
+# `nbgrader zip_collect <assignment>` (README, instructors): files in
+# downloaded/<assignment>/archive/ (or inside zip files there) named
+# <student>_<notebook>.ipynb, e.g. alice_cupy_port.ipynb, are filed as
+# submitted/<student>/<assignment>/<notebook>.ipynb. Student ids: no underscores.
+c.FileNameCollectorPlugin.named_regexp = r".*/(?P<student_id>[A-Za-z0-9.\-]+)_(?P<file_id>[^/]+\.ipynb)$"

@@ -1,0 +1,214 @@
+"""The instructor's workflow, end to end, on a throw-away copy of the course.
+
+Generate every assignment from ``solutions/``, hand in the instructor's
+solutions as student "alice" and the untouched released notebooks as "bob",
+autograde, and read the scores from nbgrader's gradebook: alice must get full
+marks and bob nothing. Then the feedback must not give the hidden tests away.
+Without a GPU this grades with NumPy and Numba's CUDA simulator.
+
+The helpers here (a copy of the course, running nbgrader's Python API in a
+subprocess) are shared with the other ``test_nbgrader_*`` files.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+ASSIGNMENTS = ["simt", "cupy_port", "numba_distance", "cnn", "multigpu"]
+# Test ids must not be bare marker names (conftest skips anything with a "multigpu" keyword).
+ASSIGNMENT_IDS = [f"assignment-{a}" for a in ASSIGNMENTS]
+
+pytestmark = pytest.mark.slow
+
+# Runs in a fresh interpreter inside the course copy: nbgrader keeps global
+# state (traitlets singletons, logging) that must not leak into pytest.
+_DRIVER = r"""
+import json, os, sys
+from traitlets.config.loader import PyFileConfigLoader
+from nbgrader.apps import NbGraderAPI
+from nbgrader.coursedir import CourseDirectory
+
+root, steps, out, timeout = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
+os.chdir(root)
+config = PyFileConfigLoader("nbgrader_config.py", path=root).load_config()
+if timeout:
+    config.Execute.timeout = int(timeout)
+api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+results = []
+for method, *args in steps:
+    result = getattr(api, method)(*args)
+    results.append({"step": [method, *args], "success": bool(result["success"]),
+                    "error": result.get("error") or "", "log": result.get("log") or ""})
+with open(out, "w") as f:
+    json.dump(results, f)
+"""
+
+
+def make_course(tmp: Path) -> Path:
+    """A copy of the course directory (config and sources only) in *tmp*."""
+    root = tmp / "course"
+    root.mkdir()
+    shutil.copy2(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
+    shutil.copytree(REPO / "solutions", root / "solutions")
+    return root
+
+
+def nbgrader_env() -> dict[str, str]:
+    """nbgrader calls ``alembic``, so the environment's bin/ must be on PATH."""
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return env
+
+
+def run_nbgrader(root: Path, steps: list[list[str]], timeout: int | None = None) -> list[dict]:
+    """Run NbGraderAPI methods, e.g. ``[["autograde", "simt", "alice"]]``, in one subprocess."""
+    out = root / f"nbgrader-results-{os.getpid()}.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", _DRIVER, str(root), json.dumps(steps), str(out), str(timeout or "")],
+        cwd=root, env=nbgrader_env(), capture_output=True, text=True, timeout=900,
+    )
+    assert proc.returncode == 0, f"nbgrader driver failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    results = json.loads(out.read_text())
+    out.unlink()
+    return results
+
+
+def hand_in(root: Path, student: str, assignment: str, notebook: Path | str) -> Path:
+    """Put a notebook (a path to copy, or raw text) where ``nbgrader autograde`` looks."""
+    target = root / "submitted" / student / assignment / f"{assignment}.ipynb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(notebook, Path):
+        shutil.copy2(notebook, target)
+    else:
+        target.write_text(notebook)
+    return target
+
+
+def scores(root: Path) -> dict[tuple[str, str], tuple[float, float]]:
+    """(assignment, student) -> (score, max_score) from the gradebook."""
+    from nbgrader.api import Gradebook
+
+    found = {}
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        for assignment in gb.assignments:
+            for submission in assignment.submissions:
+                found[(assignment.name, submission.student.id)] = (submission.score, submission.max_score)
+    return found
+
+
+def page_text(page: Path) -> str:
+    """The text of an HTML page as a reader sees it (code highlighting tags removed)."""
+    return html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
+
+
+def assert_all_succeeded(results: list[dict]) -> None:
+    failed = [r for r in results if not r["success"]]
+    assert not failed, "\n\n".join(f"{r['step']}:\n{r['error'][-2000:]}\n{r['log'][-2000:]}" for r in failed)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = make_course(tmp_path_factory.mktemp("nbgrader"))
+    assert_all_succeeded(run_nbgrader(root, [["generate_assignment", a] for a in ASSIGNMENTS]))
+    for assignment in ASSIGNMENTS:
+        hand_in(root, "alice", assignment, root / "solutions" / assignment / f"{assignment}.ipynb")
+        hand_in(root, "bob", assignment, root / "exercises" / assignment / f"{assignment}.ipynb")
+    steps = [["autograde", a, s] for a in ASSIGNMENTS for s in ("alice", "bob")]
+    steps += [["generate_feedback", a] for a in ASSIGNMENTS]
+    assert_all_succeeded(run_nbgrader(root, steps))
+    return root
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS, ids=ASSIGNMENT_IDS)
+def test_solution_gets_full_marks(graded: Path, assignment: str) -> None:
+    score, max_score = scores(graded)[(assignment, "alice")]
+    assert max_score >= 10
+    assert score == max_score
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS, ids=ASSIGNMENT_IDS)
+def test_blank_exercise_gets_zero(graded: Path, assignment: str) -> None:
+    score, max_score = scores(graded)[(assignment, "bob")]
+    assert max_score >= 10
+    assert score == 0
+
+
+def test_every_assignment_has_visible_and_hidden_tests() -> None:
+    import nbformat
+
+    for assignment in ASSIGNMENTS:
+        nb = nbformat.read(REPO / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+        graded_cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+        assert graded_cells, assignment
+        assert all(c.metadata["nbgrader"]["points"] > 0 for c in graded_cells)
+        assert all("### BEGIN HIDDEN TESTS" in c.source for c in graded_cells), assignment
+        # visible tests: something before the hidden region
+        assert all(c.source.split("### BEGIN HIDDEN TESTS")[0].strip() for c in graded_cells), assignment
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS, ids=ASSIGNMENT_IDS)
+def test_feedback_hides_the_hidden_tests(graded: Path, assignment: str) -> None:
+    import nbformat
+
+    source = nbformat.read(REPO / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    hidden_lines = {
+        line.strip()
+        for cell in source.cells
+        if "### BEGIN HIDDEN TESTS" in cell.source
+        for line in cell.source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0].splitlines()
+        if len(line.strip()) > 20
+    }
+    # lines that also occur outside the hidden regions are no secret
+    elsewhere = "\n".join(
+        re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", "", cell.source, flags=re.S)
+        for cell in source.cells
+    )
+    hidden_lines = {line for line in hidden_lines if line not in elsewhere}
+    visible_line = next(
+        line.strip()
+        for cell in source.cells
+        if "### BEGIN HIDDEN TESTS" in cell.source
+        for line in cell.source.split("### BEGIN HIDDEN TESTS")[0].splitlines()
+        if len(line.strip()) > 20
+    )
+    assert hidden_lines
+    for student in ("alice", "bob"):
+        page = graded / "feedback" / student / assignment / f"{assignment}.html"
+        assert page.is_file(), page
+        text = page_text(page)
+        assert visible_line in text, "the check below would not see source code in the page"
+        leaked = [line for line in hidden_lines if line in text]
+        assert not leaked, f"{student}'s feedback shows hidden tests: {leaked[:3]}"
+
+
+def test_zip_collect_and_export_commands(graded: Path) -> None:
+    """The README's command-line steps 2 and 5: file handed-in notebooks, export the grades."""
+    import csv
+
+    archive = graded / "downloaded" / "simt" / "archive"
+    archive.mkdir(parents=True)
+    shutil.copy2(graded / "solutions" / "simt" / "simt.ipynb", archive / "carl_simt.ipynb")
+    for command in (["zip_collect", "simt"], ["export", "--to", "grades.csv"]):
+        proc = subprocess.run(
+            [str(Path(sys.executable).parent / "nbgrader"), *command],
+            cwd=graded, env=nbgrader_env(), capture_output=True, text=True, timeout=300,
+        )
+        assert proc.returncode == 0, f"nbgrader {command}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+    assert (graded / "submitted" / "carl" / "simt" / "simt.ipynb").is_file()
+    with open(graded / "grades.csv", newline="") as f:
+        rows = {(r["assignment"], r["student_id"]): r for r in csv.DictReader(f)}
+    for assignment in ASSIGNMENTS:
+        alice, bob = rows[(assignment, "alice")], rows[(assignment, "bob")]
+        assert float(alice["raw_score"]) == float(alice["max_score"]) > 0, alice
+        assert float(bob["raw_score"]) == 0, bob
