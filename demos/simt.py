@@ -1,0 +1,94 @@
+"""The SIMT model in its smallest form: one loop, rewritten as one thread per element.
+
+Chapter 2 of the course contrasts a CPU loop that walks over an array one
+element after another with a CUDA kernel in which each *thread* handles one
+element and the loop disappears into the launch configuration (blocks of
+threads in a grid). Both versions live here so that the notebook, the
+exercise tests and the chapter text all use the same code. The kernels are
+tiny on purpose: they also run in Numba's CUDA simulator, where every CUDA
+thread is a Python thread, so keep arrays small (a few hundred elements) there.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import cuda
+
+__all__ = [
+    "add_to_loop",
+    "add_to_kernel",
+    "add_to",
+    "blocks_for",
+    "thread_coordinates",
+    "divergent_kernel",
+]
+
+
+def add_to_loop(source: np.ndarray, target: np.ndarray) -> None:
+    """target[i] += source[i] for every i, one element after the other (the CPU way)."""
+    if source.shape != target.shape:
+        raise ValueError(f"source and target need the same shape, got {source.shape} and {target.shape}")
+    for i in range(target.size):
+        target[i] += source[i]
+
+
+@cuda.jit
+def add_to_kernel(source, target):
+    """The loop body of :func:`add_to_loop`, run by every thread for its own index i."""
+    i = cuda.grid(1)  # blockIdx.x * blockDim.x + threadIdx.x
+    if i < target.size:  # the last block may have threads past the end: they do nothing
+        target[i] += source[i]
+
+
+def blocks_for(n: int, threads_per_block: int) -> int:
+    """How many blocks of *threads_per_block* threads cover *n* elements (rounded up)."""
+    if n < 0 or threads_per_block < 1:
+        raise ValueError(f"need n >= 0 and threads_per_block >= 1, got {n} and {threads_per_block}")
+    return math.ceil(n / threads_per_block)
+
+
+def add_to(source: np.ndarray, target: np.ndarray, threads_per_block: int = 32) -> None:
+    """Launch :data:`add_to_kernel` over all of *target* (host arrays are copied in and back)."""
+    if source.shape != target.shape or source.ndim != 1:
+        raise ValueError(
+            f"source and target must be 1-D arrays of one shape, got {source.shape} and {target.shape}"
+        )
+    blocks = max(1, blocks_for(target.size, threads_per_block))
+    add_to_kernel[blocks, threads_per_block](source, target)
+
+
+@cuda.jit
+def _record_coordinates(block, thread, global_index):
+    i = cuda.grid(1)
+    if i < global_index.size:
+        block[i] = cuda.blockIdx.x
+        thread[i] = cuda.threadIdx.x
+        global_index[i] = i
+
+
+def thread_coordinates(n: int, threads_per_block: int) -> dict[str, np.ndarray]:
+    """Launch a kernel in which each of *n* threads writes down who it is.
+
+    Returns arrays ``block``, ``thread`` and ``global_index`` (one entry per element),
+    which makes the arithmetic ``blockIdx.x * blockDim.x + threadIdx.x`` visible.
+    """
+    block = np.full(n, -1, dtype=np.int32)
+    thread = np.full(n, -1, dtype=np.int32)
+    global_index = np.full(n, -1, dtype=np.int32)
+    _record_coordinates[max(1, blocks_for(n, threads_per_block)), threads_per_block](
+        block, thread, global_index
+    )
+    return {"block": block, "thread": thread, "global_index": global_index}
+
+
+@cuda.jit
+def divergent_kernel(values, out):
+    """Even and odd threads take different branches: within a warp both paths run one after the other."""
+    i = cuda.grid(1)
+    if i < values.size:
+        if i % 2 == 0:
+            out[i] = values[i] * 2.0
+        else:
+            out[i] = values[i] + 100.0
