@@ -27,44 +27,33 @@ from demos.validation import check_points
 __all__ = ["distance_matrix_serial", "distance_matrix_parallel"]
 
 
+@njit(inline="always")
+def _fill_row(row: np.ndarray, xi: np.ndarray, yt: np.ndarray) -> None:
+    """One output row: the first coordinate initialises it (keeping the dtype), the others add."""
+    y0 = yt[0]
+    for j in range(row.shape[0]):
+        t = xi[0] - y0[j]
+        row[j] = t * t
+    for k in range(1, xi.shape[0]):
+        xik = xi[k]
+        yk = yt[k]
+        for j in range(row.shape[0]):
+            t = xik - yk[j]
+            row[j] += t * t
+
+
 @njit(cache=True)
 def _rows_serial(x: np.ndarray, yt: np.ndarray, out: np.ndarray) -> None:
-    n, d = x.shape
-    m = yt.shape[1]
-    for i in range(n):
-        row = out[i]
-        xi0 = x[i, 0]
-        y0 = yt[0]
-        for j in range(m):  # first coordinate initialises the row (keeps the dtype)
-            t = xi0 - y0[j]
-            row[j] = t * t
-        for k in range(1, d):
-            xik = x[i, k]
-            yk = yt[k]
-            for j in range(m):
-                t = xik - yk[j]
-                row[j] += t * t
+    for i in range(x.shape[0]):
+        _fill_row(out[i], x[i], yt)
 
 
 @njit(parallel=True, cache=True)
 def _rows_parallel(x: np.ndarray, yt: np.ndarray, out: np.ndarray) -> None:
-    # Same body as _rows_serial; prange hands contiguous blocks of rows to the
-    # threads, so each thread writes its own part of the matrix (no sharing).
-    n, d = x.shape
-    m = yt.shape[1]
-    for i in prange(n):
-        row = out[i]
-        xi0 = x[i, 0]
-        y0 = yt[0]
-        for j in range(m):
-            t = xi0 - y0[j]
-            row[j] = t * t
-        for k in range(1, d):
-            xik = x[i, k]
-            yk = yt[k]
-            for j in range(m):
-                t = xik - yk[j]
-                row[j] += t * t
+    # prange hands contiguous blocks of rows to the threads, so each thread
+    # writes its own part of the matrix (no sharing, no false sharing).
+    for i in prange(x.shape[0]):
+        _fill_row(out[i], x[i], yt)
 
 
 def _prepare(

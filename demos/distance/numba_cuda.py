@@ -209,6 +209,36 @@ def _make_symmetric_kernel(dtype: np.dtype):
 
 
 # ---------------------------------------------------------------------- rows
+# Device functions shared by the full-chunk and tail loops of "rows" and "pairs";
+# NVVM inlines them, so the unrolled full-chunk loop keeps its constant trip count.
+@cuda.jit(device=True)
+def _distance_to(x, i, yj):
+    """Squared distance from point x[i] to the point held in the local array *yj*."""
+    diff = x[i, 0] - yj[0]
+    acc = diff * diff
+    for k in range(1, yj.shape[0]):
+        diff = x[i, k] - yj[k]
+        acc += diff * diff
+    return acc
+
+
+@cuda.jit(device=True)
+def _distances_to_pair(x, i, ya, yb):
+    """Squared distances from x[i] to the two points held in *ya* and *yb* (x[i] read once)."""
+    xi = x[i, 0]
+    da = xi - ya[0]
+    db = xi - yb[0]
+    a = da * da
+    b = db * db
+    for k in range(1, ya.shape[0]):
+        xi = x[i, k]
+        da = xi - ya[k]
+        db = xi - yb[k]
+        a += da * da
+        b += db * db
+    return a, b
+
+
 @functools.lru_cache(maxsize=None)
 def _make_rows_kernel(dtype: np.dtype, d: int, rows_per_thread: int):
     """The write-bound kernel, compiled for a fixed number of coordinates *d*.
@@ -242,21 +272,10 @@ def _make_rows_kernel(dtype: np.dtype, d: int, rows_per_thread: int):
         for i0 in range(cuda.blockIdx.y * rpt, n, cuda.gridDim.y * rpt):
             if i0 + rpt <= n:  # full chunk: no per-row bounds test, loop unrolled
                 for r in range(rpt):
-                    i = i0 + r
-                    diff = x[i, 0] - yj[0]
-                    acc = diff * diff
-                    for k in range(1, d):
-                        diff = x[i, k] - yj[k]
-                        acc += diff * diff
-                    out[i, j] = acc
+                    out[i0 + r, j] = _distance_to(x, i0 + r, yj)
             else:
                 for i in range(i0, n):
-                    diff = x[i, 0] - yj[0]
-                    acc = diff * diff
-                    for k in range(1, d):
-                        diff = x[i, k] - yj[k]
-                        acc += diff * diff
-                    out[i, j] = acc
+                    out[i, j] = _distance_to(x, i, yj)
 
     return rows_kernel
 
@@ -289,32 +308,11 @@ def _make_pairs_kernel(dtype: np.dtype, d: int, rows_per_thread: int):
         for i0 in range(cuda.blockIdx.y * rpt, n, cuda.gridDim.y * rpt):
             if i0 + rpt <= n:  # full chunk: constant trip count, so it unrolls
                 for r in range(rpt):
-                    i = i0 + r
-                    xi = x[i, 0]
-                    da = xi - ya[0]
-                    db = xi - yb[0]
-                    a = da * da
-                    b = db * db
-                    for k in range(1, d):
-                        xi = x[i, k]
-                        da = xi - ya[k]
-                        db = xi - yb[k]
-                        a += da * da
-                        b += db * db
-                    out2[i, c] = complex(a, b)
+                    a, b = _distances_to_pair(x, i0 + r, ya, yb)
+                    out2[i0 + r, c] = complex(a, b)
             else:
                 for i in range(i0, n):
-                    xi = x[i, 0]
-                    da = xi - ya[0]
-                    db = xi - yb[0]
-                    a = da * da
-                    b = db * db
-                    for k in range(1, d):
-                        xi = x[i, k]
-                        da = xi - ya[k]
-                        db = xi - yb[k]
-                        a += da * da
-                        b += db * db
+                    a, b = _distances_to_pair(x, i, ya, yb)
                     out2[i, c] = complex(a, b)
 
     return pairs_kernel

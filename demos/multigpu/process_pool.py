@@ -24,9 +24,12 @@ def _pin_to_device(device: int | None) -> None:
 
 
 def run_per_device(n: int, n_workers: int | None = None) -> tuple[float, list[dict]]:
-    """Sum of squares of ``n`` elements, one chunk per worker process; returns (total, reports)."""
+    """Sum of squares of ``n`` elements, one chunk per worker process; returns (total, reports).
+
+    By default one worker per GPU; without GPUs, two CPU workers show the same pattern.
+    """
     n_gpus = hardware.gpu_count()
-    n_workers = n_workers or max(n_gpus, 2)
+    n_workers = n_workers or n_gpus or 2
     if n_gpus and n_workers > n_gpus:
         raise ValueError(f"{n_workers} workers but only {n_gpus} GPU(s): one GPU per process")
     ctx = mp.get_context("spawn")
