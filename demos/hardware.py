@@ -145,6 +145,19 @@ def enable_simulator_if_no_gpu() -> bool:
     return simulator_enabled()
 
 
+def share_gpu_memory_between_frameworks() -> None:
+    """Make TensorFlow and JAX take GPU memory as needed instead of almost all of it at start.
+
+    By default TensorFlow reserves nearly the whole GPU and JAX 75% of it, in
+    each process. In a course, several notebook kernels (CuPy in one, Keras in
+    another) share one GPU, and the second would fail with an out-of-memory
+    error that has nothing to do with its own work. Only takes effect before the
+    framework is imported; a value the user set is kept.
+    """
+    os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+
 @functools.lru_cache(maxsize=1)
 def cupy_status() -> tuple[bool, str]:
     """(usable, explanation) for CuPy: installed, and able to reach a GPU."""

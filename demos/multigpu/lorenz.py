@@ -12,6 +12,7 @@ p = rand(3) .* (10, 28, 8/3), t in [0, 1], dt = 0.001, float32.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -136,25 +137,20 @@ def lorenz_gpu(u0: np.ndarray, params: np.ndarray, dt: float, steps: int, n_gpus
     out = np.empty_like(u0)
 
     def batch(dev: int, rows: slice) -> None:
-        ctx = cuda.gpus[dev] if not hardware.simulator_enabled() else _nullcontext()
-        with ctx:
+        with cuda.gpus[dev] if not hardware.simulator_enabled() else contextlib.nullcontext():
             arrays = [cuda.to_device(np.ascontiguousarray(a[rows, k])) for a in (u0, params) for k in range(3)]
             _launch(*arrays, dt, steps)
             for k in range(3):
                 out[rows, k] = arrays[k].copy_to_host()
 
+    if not hardware.simulator_enabled():
+        # Numba builds its list of devices on first use, and that is not
+        # thread-safe: build it here, before the per-GPU threads touch it.
+        len(cuda.gpus)
     with ThreadPoolExecutor(max_workers=n_gpus) as pool:
         for f in [pool.submit(batch, d, s) for d, s in enumerate(split_ranges(u0.shape[0], n_gpus))]:
             f.result()
     return out
-
-
-class _nullcontext:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
 
 
 class ResidentEnsemble:
