@@ -4,7 +4,11 @@
 # It installs the carried pure-Python wheels (keras, dask, nbclient, nbval, ...)
 # into /tmp/site, puts them, the repository and the device-only numpy shim on
 # PYTHONPATH, and records the machine under $OUT.
-python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || return 1
+# Once per machine: scripts run side by side (all.sh) must not reinstall into the same folder.
+if [ ! -f /tmp/site/.installed ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || return 1
+    touch /tmp/site/.installed
+fi
 export PYTHONPATH="$PWD/tools/device/site:/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export PATH="/tmp/site/bin:$PATH"
 export KERAS_BACKEND=${KERAS_BACKEND:-jax}
