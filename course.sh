@@ -75,8 +75,14 @@ case "$cmd" in
         export PATH="$venv/bin:$PATH"
         # JupyterLab's defaults are kept on purpose: it listens on localhost
         # only and requires the random token it prints.
+        root_flag=()
+        if [[ $(id -u) -eq 0 ]]; then
+            # Common in containers; JupyterLab refuses root unless told. The token still applies.
+            echo "course.sh: running as root, so starting JupyterLab with --allow-root" >&2
+            root_flag=(--allow-root)
+        fi
         exec "$venv/bin/jupyter" lab --ServerApp.root_dir="$repo" \
-            --LabApp.default_url="/lab/tree/course/README.md" "$@"
+            --LabApp.default_url="/lab/tree/course/README.md" "${root_flag[@]}" "$@"
         ;;
     test)
         ensure_installed
