@@ -48,6 +48,19 @@ def test_sum_on_all_gpus_matches_exact():
     assert s.run() == pytest.approx(s.exact(), rel=1e-5)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype, rel", [(np.float32, 1e-5), (np.float64, 1e-12)])
+def test_sum_graph_and_eager_launches_match_numpy(rng, dtype, rel):
+    v = rng.random(2_000_003).astype(dtype)  # odd size: the scalar tail after the vector loads
+    s = SplitSum(v, N_GPUS)
+    assert s.graph_error is None, s.graph_error  # the one-launch CUDA graph was captured
+    expected = v.sum(dtype=np.float64)
+    for use_graph in (True, False):
+        assert s.run(use_graph) == pytest.approx(expected, rel=rel)
+    s.time_per_call(repeats=5)  # back-to-back launches reuse every buffer: still right after
+    assert s.run() == pytest.approx(expected, rel=rel)
+
+
 @pytest.mark.multigpu
 def test_lorenz_on_all_gpus_matches_numpy():
     u0, p = lorenz.ensemble_problem(10_000)

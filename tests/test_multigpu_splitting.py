@@ -28,7 +28,8 @@ def test_device_count_grows_with_work_and_is_capped():
     assert device_count_for(250_000_000, 4, 100_000_000) == 2
     assert device_count_for(750_000_000, 4, 100_000_000) == 4
     assert device_count_for(10**12, 4, 100_000_000) == 4
-    assert auto_device_count(30_000_000, available=4) == 1
+    assert auto_device_count(10_000_000, available=4) == 1  # one H200: 11 us, four: 17 us
+    assert auto_device_count(30_000_000, available=4) == 4  # one H200: 34 us, four: 16 us
     assert auto_device_count(750_000_000, available=4) == 4
     with pytest.raises(ValueError):
         device_count_for(10, 0, 5)

@@ -70,14 +70,19 @@ def bench_reduce(counts: list[int], repeats: int) -> dict:
 
     sizes = [1_000_000, 10_000_000, 30_000_000, 100_000_000, 300_000_000, 750_000_000]
     curve: dict[str, dict[str, float]] = {}
+    eager: dict[str, dict[str, float]] = {}  # the same kernels, launched one by one from Python
     errors = {}
+    graph_errors = {}
     for n in sizes:
-        curve[str(n)] = {}
+        curve[str(n)], eager[str(n)] = {}, {}
         for g in counts:
             s = SplitSum.filled(n, g)
             exact = s.exact()
-            errors[f"{n}/{g}"] = abs(s.run() - exact) / exact
+            errors[f"{n}/{g}"] = max(abs(s.run(use_graph) - exact) / exact for use_graph in (True, False))
+            if s.graph_error:
+                graph_errors[f"{n}/{g}"] = s.graph_error
             curve[str(n)][str(g)] = min(s.time_per_call(repeats=20) for _ in range(repeats))
+            eager[str(n)][str(g)] = min(s.time_per_call(repeats=20, use_graph=False) for _ in range(repeats))
             del s
             _free_all()
     best = {n: min(c, key=c.get) for n, c in curve.items()}
@@ -93,6 +98,9 @@ def bench_reduce(counts: list[int], repeats: int) -> dict:
         "auto_time_s": {n: curve[n][str(auto[n])] if str(auto[n]) in curve[n] else None for n in curve},
         "crossover_size": min(multi) if multi else None,
         "relative_error": errors,
+        "times_s_eager": eager,
+        "speedup_eager": {n: _speedups(c) for n, c in eager.items()},
+        "graph_errors": graph_errors,
     }
 
 
