@@ -66,11 +66,20 @@ _gpu_steps = cuda.jit(device=True)(_rk4_steps)
 
 
 @cuda.jit
-def lorenz_kernel(x, y, z, sigma, rho, beta, dt, half, sixth, steps):
-    """One thread per trajectory; state in structure-of-arrays layout for coalescing."""
+def lorenz_kernel(state, params, dt, half, sixth, steps):
+    """One thread per trajectory.
+
+    *state* (x, y, z) and *params* (sigma, rho, beta) are (3, n) arrays: each row
+    holds one variable of every trajectory, so neighbouring threads read
+    neighbouring addresses (coalesced), and a launch passes two arrays, not six
+    (Numba's launch cost grows with the number of arguments).
+    """
     i = cuda.grid(1)
-    if i < x.shape[0]:
-        x[i], y[i], z[i] = _gpu_steps(x[i], y[i], z[i], sigma[i], rho[i], beta[i], dt, half, sixth, steps)
+    if i < state.shape[1]:
+        state[0, i], state[1, i], state[2, i] = _gpu_steps(
+            state[0, i], state[1, i], state[2, i], params[0, i], params[1, i], params[2, i],
+            dt, half, sixth, steps,
+        )
 
 
 @numba.njit(parallel=True)
@@ -119,9 +128,14 @@ def lorenz_cpu(u0: np.ndarray, params: np.ndarray, dt: float, steps: int) -> np.
     return u
 
 
-def _launch(x, y, z, s, r, b, dt, steps, threads: int = 256) -> None:
-    blocks = (x.shape[0] + threads - 1) // threads
-    lorenz_kernel[blocks, threads](x, y, z, s, r, b, *_step_constants(dt, np.dtype(x.dtype)), steps)
+def _launch(state, params, constants: tuple, steps: int, threads: int = 256) -> None:
+    blocks = (state.shape[1] + threads - 1) // threads
+    lorenz_kernel[blocks, threads](state, params, *constants, steps)
+
+
+def _to_device_soa(a: np.ndarray):
+    """(rows, 3) host array -> (3, rows) device array (structure of arrays)."""
+    return cuda.to_device(np.ascontiguousarray(a.T))
 
 
 def lorenz_gpu(u0: np.ndarray, params: np.ndarray, dt: float, steps: int, n_gpus: int = 1) -> np.ndarray:
@@ -138,10 +152,9 @@ def lorenz_gpu(u0: np.ndarray, params: np.ndarray, dt: float, steps: int, n_gpus
 
     def batch(dev: int, rows: slice) -> None:
         with cuda.gpus[dev] if not hardware.simulator_enabled() else contextlib.nullcontext():
-            arrays = [cuda.to_device(np.ascontiguousarray(a[rows, k])) for a in (u0, params) for k in range(3)]
-            _launch(*arrays, dt, steps)
-            for k in range(3):
-                out[rows, k] = arrays[k].copy_to_host()
+            state, p = _to_device_soa(u0[rows]), _to_device_soa(params[rows])
+            _launch(state, p, _step_constants(dt, u0.dtype), steps)
+            out[rows] = state.copy_to_host().T
 
     if not hardware.simulator_enabled():
         # Numba builds its list of devices on first use, and that is not
@@ -161,27 +174,25 @@ class ResidentEnsemble:
         hardware.require_gpu("the Lorenz ensemble benchmark")
         self.u0, self.params = u0, params
         self.parts = split_ranges(u0.shape[0], n_gpus)
-        self.arrays = []
+        self.arrays = []  # (state, params) per GPU
         for dev, rows in enumerate(self.parts):
             with cuda.gpus[dev]:
-                self.arrays.append(
-                    [cuda.to_device(np.ascontiguousarray(a[rows, k])) for a in (u0, params) for k in range(3)]
-                )
+                self.arrays.append((_to_device_soa(u0[rows]), _to_device_soa(params[rows])))
 
     def reset(self) -> None:
         for dev, (rows, arrays) in enumerate(zip(self.parts, self.arrays)):
             with cuda.gpus[dev]:
-                for k in range(3):
-                    arrays[k].copy_to_device(np.ascontiguousarray(self.u0[rows, k]))
+                arrays[0].copy_to_device(np.ascontiguousarray(self.u0[rows].T))
                 cuda.synchronize()
 
     def run(self, dt: float, steps: int) -> float:
         """Launch on every GPU, wait for all; seconds taken."""
         self.reset()
+        constants = _step_constants(dt, self.u0.dtype)
         start = time.perf_counter()
-        for dev, arrays in enumerate(self.arrays):
+        for dev, (state, params) in enumerate(self.arrays):
             with cuda.gpus[dev]:
-                _launch(*arrays, dt, steps)
+                _launch(state, params, constants, steps)
         for dev in range(len(self.arrays)):
             with cuda.gpus[dev]:
                 cuda.synchronize()
@@ -191,6 +202,5 @@ class ResidentEnsemble:
         out = np.empty_like(self.u0)
         for dev, (rows, arrays) in enumerate(zip(self.parts, self.arrays)):
             with cuda.gpus[dev]:
-                for k in range(3):
-                    out[rows, k] = arrays[k].copy_to_host()
+                out[rows] = arrays[0].copy_to_host().T
         return out
