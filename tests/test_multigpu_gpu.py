@@ -62,6 +62,19 @@ def test_sum_graph_and_eager_launches_match_numpy(rng, dtype, rel):
 
 
 @pytest.mark.multigpu
+def test_dask_cuda_cluster_runs_one_worker_per_gpu():
+    pytest.importorskip("dask_cuda", reason="dask-cuda comes with the 'cuda' extra")
+    from demos.multigpu.dask_workers import run_on_cluster
+
+    total, reports, kind = run_on_cluster(1_000_000)
+    assert "LocalCUDACluster" in kind
+    assert len(reports) == N_GPUS
+    assert all(r["where"].startswith("GPU") for r in reports)
+    assert len({r["visible"] for r in reports}) == N_GPUS  # each worker pinned to its own GPU
+    assert total == pytest.approx(reference(1_000_000), rel=1e-6)
+
+
+@pytest.mark.multigpu
 def test_lorenz_on_all_gpus_matches_numpy():
     u0, p = lorenz.ensemble_problem(10_000)
     ref = lorenz.lorenz_numpy(u0, p, 0.001, 1000)
