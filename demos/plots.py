@@ -26,13 +26,22 @@ REGISTRY: dict[str, str] = {
 }
 
 
-def _pyplot():
+def pyplot():
+    """matplotlib.pyplot drawing to files only: works on headless cluster nodes and in CI."""
     import matplotlib
 
-    matplotlib.use("Agg")  # files only: works on headless cluster nodes and CI
+    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def save_figure(fig: Any, path: Path) -> Path:
+    """Lay out *fig*, write it as PNG to *path* and close it (open figures keep their memory)."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    pyplot().close(fig)
+    return path
 
 
 def _title_suffix(data: dict[str, Any]) -> str:
@@ -57,7 +66,7 @@ def plot_distance(data: dict[str, Any], output_dir: Path) -> list[Path]:
 
 
 def _distance_sweep(data: dict[str, Any], output_dir: Path) -> list[Path]:
-    plt = _pyplot()
+    plt = pyplot()
     runs = [r for r in data["results"]["runs"] if "host_to_host" in r]
     backends = list(dict.fromkeys(r["backend"] for r in runs))
     colours = {
@@ -82,15 +91,11 @@ def _distance_sweep(data: dict[str, Any], output_dir: Path) -> list[Path]:
             ax.legend(fontsize=8)
     axes[0].set_ylabel("median time per distance matrix [s]")
     fig.suptitle("Squared distance matrix, runtime vs n" + _title_suffix(data))
-    fig.tight_layout()
-    path = output_dir / "distance_runtime.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return [path]
+    return [save_figure(fig, output_dir / "distance_runtime.png")]
 
 
 def _distance_ops(data: dict[str, Any], output_dir: Path) -> list[Path]:
-    plt = _pyplot()
+    plt = pyplot()
     rows = data["results"]
     keys = [
         k
@@ -108,15 +113,11 @@ def _distance_ops(data: dict[str, Any], output_dir: Path) -> list[Path]:
     ax.set_ylabel("mean time [us]")
     ax.set_title("Time per operation, NumPy (np) vs CuPy (cp)" + _title_suffix(data))
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = output_dir / "distance_ops.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return [path]
+    return [save_figure(fig, output_dir / "distance_ops.png")]
 
 
 def _distance_memory(data: dict[str, Any], output_dir: Path) -> list[Path]:
-    plt = _pyplot()
+    plt = pyplot()
     res = data["results"]
     names = [k for k in ("cupy", "cupy-lean") if k in res]
     fig, ax = plt.subplots(figsize=(6, 4.5))
@@ -138,11 +139,7 @@ def _distance_memory(data: dict[str, Any], output_dir: Path) -> list[Path]:
     ax.set_ylabel("peak GPU memory [GB]")
     ax.set_title(f"Peak memory, n = {res['n']} ({res['dtype']})" + _title_suffix(data))
     ax.legend()
-    fig.tight_layout()
-    path = output_dir / "distance_memory.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return [path]
+    return [save_figure(fig, output_dir / "distance_memory.png")]
 
 
 def _resolve(spec: str) -> Callable[[dict[str, Any], Path], list[Path]]:

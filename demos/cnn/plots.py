@@ -12,11 +12,9 @@ def plot(result: dict[str, Any], output_dir: Path) -> list[Path]:
 
     Log scale: one CPU thread and a GPU differ by orders of magnitude.
     """
-    import matplotlib
+    from demos.plots import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     if result.get("benchmark") != "cnn":
         raise ValueError(f"not a cnn benchmark result: {result.get('benchmark')!r}")
     names = result.get("parameters", {}).get("device_names", {})
@@ -41,7 +39,6 @@ def plot(result: dict[str, Any], output_dir: Path) -> list[Path]:
     ax.set_ylabel("training images / s")
     ax.set_title(f"Tutorial CNN training throughput ({result.get('parameters', {}).get('label', '')})")
     ax.legend(fontsize=8, loc="upper right")
-    fig.tight_layout()
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     label = str(result.get("parameters", {}).get("label", ""))
@@ -49,6 +46,4 @@ def plot(result: dict[str, Any], output_dir: Path) -> list[Path]:
     # runs that copied every batch from host memory get their own name: they measure the input path too
     host_fed = not all(r.get("data_on_device", False) for r in rows)
     path = output_dir / ("cnn_throughput" + (f"_{slug}" if slug else "") + ("_host_data" if host_fed else "") + ".png")
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return [path]
+    return [save_figure(fig, path)]

@@ -7,11 +7,9 @@ from pathlib import Path
 
 def plot(result: dict, output_dir: Path) -> list[Path]:
     """Draw the figures of one ``multigpu`` result; returns the files written."""
-    import matplotlib
+    from demos.plots import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     if result.get("benchmark") != "multigpu":
         raise ValueError(f"not a multigpu result: benchmark={result.get('benchmark')!r}")
     res = result["results"]
@@ -37,10 +35,7 @@ def plot(result: dict, output_dir: Path) -> list[Path]:
         ax.set(xlabel="GPUs", ylabel="speedup over 1 GPU", title="Scaling over GPUs")
         ax.set_xticks(sorted({int(g) for c in curves.values() for g in c}))
         ax.legend()
-        fig.tight_layout()
-        written.append(output_dir / "multigpu_speedup.png")
-        fig.savefig(written[-1], dpi=120)
-        plt.close(fig)
+        written.append(save_figure(fig, output_dir / "multigpu_speedup.png"))
     if "reduce" in res:
         fig, ax = plt.subplots(figsize=(6, 4))
         times = res["reduce"]["times_s"]
@@ -51,8 +46,5 @@ def plot(result: dict, output_dir: Path) -> list[Path]:
             ax.axvline(res["reduce"]["crossover_size"], color="grey", ls="--", label="crossover")
         ax.set(xlabel="vector length (float32)", ylabel="time per sum (us)", title="Sum: when do more GPUs pay?")
         ax.legend()
-        fig.tight_layout()
-        written.append(output_dir / "multigpu_reduce_crossover.png")
-        fig.savefig(written[-1], dpi=120)
-        plt.close(fig)
+        written.append(save_figure(fig, output_dir / "multigpu_reduce_crossover.png"))
     return written
