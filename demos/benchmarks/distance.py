@@ -104,15 +104,6 @@ def _reference(points: np.ndarray) -> np.ndarray:
     return ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)
 
 
-def _time_host(fn: Callable[[], Any], repeats: int) -> list[float]:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return times
-
-
 def _gpu_times(fn: Callable[..., Any], args: tuple, repeats: int) -> list[float]:
     """Seconds per call measured with CUDA events (device time, not host wall clock)."""
     from cupyx.profiler import benchmark
@@ -178,7 +169,7 @@ def _run_one(
                 f"{name} is wrong at n={n}: max abs error {entry['max_abs_error']:.3g}"
             )
     del result
-    entry["host_to_host"] = record.summarize(_time_host(lambda: backend.host(points), repeats))
+    entry["host_to_host"] = record.summarize(record.wall_times(backend.host, points, repeats=repeats))
     if backend.device is not None:
         import cupy as cp
 
@@ -228,7 +219,7 @@ def run_ops(sizes: list[int], repeats: int, seed: int) -> list[dict[str, Any]]:
         }
         for step, (fn, args) in steps.items():
             fn(*args)
-            row[f"np.{step}"] = 1e6 * float(np.mean(_time_host(lambda: fn(*args), repeats)))
+            row[f"np.{step}"] = 1e6 * float(np.mean(record.wall_times(fn, *args, repeats=repeats)))
         if hardware.cupy_available():
             import cupy as cp
 

@@ -12,8 +12,9 @@ import datetime as _dt
 import json
 import os
 import statistics
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from demos import hardware
 
@@ -28,6 +29,19 @@ def environment_record() -> dict[str, Any]:
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         **hardware.report(include_tensorflow=False),
     }
+
+
+def wall_times(fn: Callable[..., Any], *args: Any, repeats: int = 3) -> list[float]:
+    """Wall-clock seconds of *repeats* calls ``fn(*args)``: for CPU code, and GPU code measured host to host.
+
+    GPU work alone is timed with CUDA events instead (``cupyx.profiler.benchmark``).
+    """
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn(*args)
+        times.append(time.perf_counter() - start)
+    return times
 
 
 def summarize(seconds: list[float]) -> dict[str, float]:
@@ -74,3 +88,29 @@ def read_result(path: str | os.PathLike) -> dict[str, Any]:
 def reference_result(name: str) -> dict[str, Any]:
     """A reference result shipped with the package, e.g. ``reference_result("distance_h200")``."""
     return read_result(REFERENCE_DIR / f"{name}.json")
+
+
+def load_reference(relative_path: str) -> Any:
+    """JSON shipped in ``demos/`` (e.g. ``"measurements.json"``), or None with a message.
+
+    For the notebooks: a copy of the course without the reference files still
+    runs, and says what it cannot show.
+    """
+    path = PACKAGE_DIR / relative_path
+    if not path.exists():
+        print(f"Reference results not found: demos/{relative_path} is missing in this copy of the course. "
+              "The plot below is skipped; run the benchmark yourself on a GPU to make it.")
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def show_reference_figures(*names: str) -> None:
+    """Show figures from ``demos/results/`` (drawn by ``python -m demos plot``) in a notebook."""
+    from IPython.display import Image, display
+
+    for name in names:
+        path = REFERENCE_DIR / name
+        if path.exists():
+            display(Image(filename=str(path)))
+        else:
+            print(f"Reference figure not found: demos/results/{name}")
