@@ -17,6 +17,8 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("bench", "distance"): ("demos.benchmarks.distance", "time the distance-matrix backends over sizes"),
     ("bench", "cnn"): ("demos.cnn.bench", "training throughput of the chapter 5 CNN"),
     ("bench", "multigpu"): ("demos.multigpu.bench", "scaling of the chapter 6 examples over GPUs"),
+    ("bench", "profiling"): ("demos.profiling.bench", "chapter 4a: timing, syncs, timeline, overlap, pool"),
+    ("bench", "patterns"): ("demos.patterns.bench", "chapter 4b: histograms and sums vs bandwidth"),
     ("plot",): ("demos.plots", "draw the course figures from benchmark JSON"),
 }
 

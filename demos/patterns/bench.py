@@ -1,0 +1,155 @@
+"""``python -m demos bench patterns``: histograms and sums on one GPU, against the bandwidth bound.
+
+Both patterns read their input once, so the fastest they can go is the time to
+read it: bytes read / device memory bandwidth. The bandwidth is measured here
+too, with a device-to-device copy (``cupy`` ``copyto``: each byte read once and
+written once, so the copy's bytes moved / time). Each kernel's record carries
+its *read* bandwidth, bytes read / time, and its fraction of that bound.
+
+Writes ``patterns.json`` (layout: :mod:`demos.benchmarks.record`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from demos import hardware
+from demos.benchmarks import record
+from demos.patterns import kernels
+
+N_BINS = 256
+
+
+def _event_ms(cp: Any, fn: Callable[[], Any], repeats: int = 20) -> float:
+    """Median milliseconds per call, timed with CUDA events around each call."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, end))
+    return float(np.median(times))
+
+
+def copy_bandwidth(cp: Any, nbytes: int) -> dict[str, float]:
+    """Device-to-device copy: bytes moved (read + written) per second."""
+    src = cp.ones(nbytes // 4, dtype=cp.float32)
+    dst = cp.empty_like(src)
+    ms = _event_ms(cp, lambda: cp.copyto(dst, src))
+    return {"bytes": float(nbytes), "ms": ms, "bytes_moved_per_s": 2 * nbytes / (ms / 1e3)}
+
+
+def _record(name: str, ms: float, nbytes: int, bound: float, **extra: Any) -> dict[str, Any]:
+    rate = nbytes / (ms / 1e3)
+    return {"name": name, "ms": ms, "read_bytes_per_s": rate, "fraction_of_copy_bandwidth": rate / bound,
+            **extra}
+
+
+def histograms(cp: Any, n: int, bound: float, max_blocks: int) -> list[dict[str, Any]]:
+    rng = cp.random.default_rng(0)
+    inputs = {
+        "uniform": rng.integers(0, N_BINS, n, dtype=cp.int32),
+        "skewed (90% in bin 0)": cp.where(rng.random(n) < 0.9, 0, rng.integers(0, N_BINS, n)).astype(cp.int32),
+    }
+    blocks, threads = kernels.launch_config(n, max_blocks)
+    out = []
+    for label, values in inputs.items():
+        expected = cp.bincount(values, minlength=N_BINS).get()
+        bins = cp.zeros(N_BINS, cp.int32)
+        for method, kernel in (("racy", kernels.histogram_racy),
+                               ("global_atomic", kernels.histogram_global_atomic),
+                               ("shared", kernels.histogram_shared_kernel(N_BINS))):
+            def launch() -> None:
+                bins.fill(0)
+                kernel[blocks, threads](values, bins)
+
+            ms = _event_ms(cp, launch)
+            counts = bins.get()
+            out.append(_record(method, ms, values.nbytes, bound, input=label, n=n,
+                               correct=bool((counts == expected).all()),
+                               counted=int(counts.sum()), blocks=blocks, threads=threads))
+        ms = _event_ms(cp, lambda: cp.bincount(values, minlength=N_BINS))
+        out.append(_record("cupy.bincount", ms, values.nbytes, bound, input=label, n=n, correct=True))
+    return out
+
+
+def _cccl_reduce(cp: Any, values: Any) -> tuple[Callable[[], Any], Any] | str:
+    """A cuda.compute (CCCL) sum of *values*, or the reason it cannot run here."""
+    try:
+        import cuda.compute as cc
+    except Exception as exc:  # not installed, or an older cuda-cccl
+        return f"cuda.compute is not available: {exc}"
+    try:
+        result = cp.zeros(1, values.dtype)
+        h_init = np.zeros(1, values.dtype)
+        reducer = cc.make_reduce_into(values, result, cc.OpKind.PLUS, h_init)
+        scratch = cp.empty(reducer(None, values, result, values.size, h_init), np.uint8)
+        return (lambda: reducer(scratch, values, result, values.size, h_init)), result
+    except Exception as exc:  # the API moved between releases; say so instead of failing
+        return f"cuda.compute is installed but its reduce_into failed: {exc!r}"[:300]
+
+
+def reductions(cp: Any, n: int, bound: float, max_blocks: int) -> list[dict[str, Any]]:
+    values = cp.random.default_rng(1).random(n, dtype=cp.float32)
+    expected = float(values.astype(cp.float64).sum())
+    blocks, threads = kernels.launch_config(n, max_blocks)
+    partial = cp.zeros(blocks, cp.float32)
+    out = []
+    for method, kernel in (("tree (shared memory)", kernels.tree_sum_kernel("float32")),
+                           ("warp shuffles", kernels.warp_sum_kernel("float32"))):
+        ms = _event_ms(cp, lambda: kernel[blocks, threads](values, partial))
+        got = float(partial.astype(cp.float64).sum())
+        out.append(_record(method, ms, values.nbytes, bound, n=n, blocks=blocks,
+                           correct=bool(abs(got - expected) <= 1e-5 * abs(expected))))
+    ms = _event_ms(cp, lambda: values.sum())
+    got = float(values.sum())
+    out.append(_record("cupy.sum", ms, values.nbytes, bound, n=n,
+                       correct=bool(abs(got - expected) <= 1e-5 * abs(expected))))
+    cccl = _cccl_reduce(cp, values)
+    if isinstance(cccl, str):
+        out.append({"name": "cuda.compute reduce_into", "skipped": cccl})
+    else:
+        call, result = cccl
+        ms = _event_ms(cp, call)
+        got = float(result.get()[0])
+        out.append(_record("cuda.compute reduce_into", ms, values.nbytes, bound, n=n,
+                           correct=bool(abs(got - expected) <= 1e-5 * abs(expected))))
+    return out
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    cp = hardware.require_cupy("the kernel-patterns benchmark")
+    n = 2**20 if quick else 2**28
+    sms = hardware.gpus()[0].multiprocessors
+    max_blocks = 8 * sms  # enough resident blocks to keep every multiprocessor busy
+    bandwidth = copy_bandwidth(cp, 4 * n)
+    bound = bandwidth["bytes_moved_per_s"]
+    return {
+        "copy_bandwidth": bandwidth,
+        "max_blocks": max_blocks,
+        "histogram": histograms(cp, n // 4 if not quick else n, bound, max_blocks),
+        "reduction": reductions(cp, n, bound, max_blocks),
+    }
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--output", type=Path, default=record.DEFAULT_OUTPUT_DIR,
+                        help="folder for patterns.json (default: bench-results/)")
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test, not a reference")
+
+
+def main(args: argparse.Namespace) -> int:
+    if not hardware.cupy_available():
+        print(f"The kernel-patterns benchmark needs a GPU with CuPy: {hardware.cupy_status()[1]}")
+        return 1
+    results = run(args.quick)
+    path = record.write_result(Path(args.output) / "patterns.json", "patterns", results, quick=args.quick)
+    print(f"wrote {path}")
+    return 0

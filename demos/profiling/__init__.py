@@ -1,0 +1,9 @@
+"""Profiling and asynchrony (chapter 4a): timelines from CUDA events, counted syncs, ncu tables.
+
+:mod:`~demos.profiling.timeline` records and reads timelines,
+:mod:`~demos.profiling.sync_counter` is an array module that counts implicit
+host transfers (the ``profiling`` assignment grades with it),
+:mod:`~demos.profiling.bench` measures the chapter's lessons on a GPU, and
+:mod:`~demos.profiling.ncu` drives and reads Nsight Compute.
+:mod:`~demos.profiling.reference` finds the shipped reference results.
+"""
