@@ -13,7 +13,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from test_nbgrader_grading import ASSIGNMENTS, REPO, assert_all_succeeded, make_course, run_nbgrader
+from test_nbgrader_grading import REPO, assert_all_succeeded, make_course, run_nbgrader
+from test_nbgrader_grading import ASSIGNMENTS as GRADED_ASSIGNMENTS
+from test_nbgrader_new_assignments import NEW_ASSIGNMENTS
+
+ASSIGNMENTS = GRADED_ASSIGNMENTS + NEW_ASSIGNMENTS
 
 
 pytestmark = pytest.mark.slow

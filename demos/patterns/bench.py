@@ -24,7 +24,7 @@ from demos.patterns import kernels
 N_BINS = 256
 
 
-def _event_ms(cp: Any, fn: Callable[[], Any], repeats: int = 20) -> float:
+def event_ms(cp: Any, fn: Callable[[], Any], repeats: int = 20) -> float:
     """Median milliseconds per call, timed with CUDA events around each call."""
     fn()
     times = []
@@ -42,7 +42,7 @@ def copy_bandwidth(cp: Any, nbytes: int) -> dict[str, float]:
     """Device-to-device copy: bytes moved (read + written) per second."""
     src = cp.ones(nbytes // 4, dtype=cp.float32)
     dst = cp.empty_like(src)
-    ms = _event_ms(cp, lambda: cp.copyto(dst, src))
+    ms = event_ms(cp, lambda: cp.copyto(dst, src))
     return {"bytes": float(nbytes), "ms": ms, "bytes_moved_per_s": 2 * nbytes / (ms / 1e3)}
 
 
@@ -70,12 +70,12 @@ def histograms(cp: Any, n: int, bound: float, max_blocks: int) -> list[dict[str,
                 bins.fill(0)
                 kernel[blocks, threads](values, bins)
 
-            ms = _event_ms(cp, launch)
+            ms = event_ms(cp, launch)
             counts = bins.get()
             out.append(_record(method, ms, values.nbytes, bound, input=label, n=n,
                                correct=bool((counts == expected).all()),
                                counted=int(counts.sum()), blocks=blocks, threads=threads))
-        ms = _event_ms(cp, lambda: cp.bincount(values, minlength=N_BINS))
+        ms = event_ms(cp, lambda: cp.bincount(values, minlength=N_BINS))
         out.append(_record("cupy.bincount", ms, values.nbytes, bound, input=label, n=n, correct=True))
     return out
 
@@ -104,11 +104,11 @@ def reductions(cp: Any, n: int, bound: float, max_blocks: int) -> list[dict[str,
     out = []
     for method, kernel in (("tree (shared memory)", kernels.tree_sum_kernel("float32")),
                            ("warp shuffles", kernels.warp_sum_kernel("float32"))):
-        ms = _event_ms(cp, lambda: kernel[blocks, threads](values, partial))
+        ms = event_ms(cp, lambda: kernel[blocks, threads](values, partial))
         got = float(partial.astype(cp.float64).sum())
         out.append(_record(method, ms, values.nbytes, bound, n=n, blocks=blocks,
                            correct=bool(abs(got - expected) <= 1e-5 * abs(expected))))
-    ms = _event_ms(cp, lambda: values.sum())
+    ms = event_ms(cp, lambda: values.sum())
     got = float(values.sum())
     out.append(_record("cupy.sum", ms, values.nbytes, bound, n=n,
                        correct=bool(abs(got - expected) <= 1e-5 * abs(expected))))
@@ -117,7 +117,7 @@ def reductions(cp: Any, n: int, bound: float, max_blocks: int) -> list[dict[str,
         out.append({"name": "cuda.compute reduce_into", "skipped": cccl})
     else:
         call, result = cccl
-        ms = _event_ms(cp, call)
+        ms = event_ms(cp, call)
         got = float(result.get()[0])
         out.append(_record("cuda.compute reduce_into", ms, values.nbytes, bound, n=n,
                            correct=bool(abs(got - expected) <= 1e-5 * abs(expected))))

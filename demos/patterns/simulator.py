@@ -12,7 +12,8 @@ Two gaps of the simulator are filled here, and only when it is active:
   write and each atomic (with the block it came from) is counted. The simulator
   keeps an ndarray subclass through its copies, which is what makes this work.
 
-On a real GPU none of this is used: kernels run as compiled code.
+On a real GPU kernels run as compiled code; to count what a kernel does there,
+:func:`simulated` runs its Python source in the simulator all the same.
 """
 
 from __future__ import annotations
@@ -30,13 +31,33 @@ _state = threading.local()  # .atomic_block: the block of the thread inside an a
 
 
 def _simulator_module():
-    if not hardware.simulator_enabled():
-        raise RuntimeError(
-            "this needs Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1); on a GPU kernels are compiled"
-        )
+    """The simulator's kernel API (importable on a GPU machine too: :func:`simulated` uses it there)."""
     from numba.cuda.simulator import kernelapi
 
     return kernelapi
+
+
+def python_function(kernel: Any) -> Any:
+    """The Python function behind a ``@cuda.jit`` kernel, compiled (``py_func``) or simulated (``fn``)."""
+    fn = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
+    if not callable(fn):
+        raise TypeError("expected a kernel made with @cuda.jit")
+    return fn
+
+
+def simulated(kernel: Any) -> Any:
+    """The kernel as the simulator runs it, also on a GPU machine (for counting its accesses).
+
+    Counting is done in the simulator everywhere, so that a check of *how* a
+    kernel works gives the same answer on a laptop and on a GPU node. The
+    kernel's module-level ``cuda`` is swapped for the simulator's while it runs;
+    device functions it calls must be simulated too, so graded kernels are
+    written without them.
+    """
+    from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+    enable_warp_shuffles(force=True)
+    return FakeCUDAKernel(python_function(kernel), device=False)
 
 
 def _shfl_down_sync(self, mask: int, value: Any, delta: int) -> Any:
@@ -52,9 +73,9 @@ def _shfl_down_sync(self, mask: int, value: Any, delta: int) -> Any:
     return result
 
 
-def enable_warp_shuffles() -> bool:
-    """Give the simulator ``cuda.shfl_down_sync``; False (and nothing done) without the simulator."""
-    if not hardware.simulator_enabled():
+def enable_warp_shuffles(force: bool = False) -> bool:
+    """Give the simulator ``cuda.shfl_down_sync``; False (and nothing done) when it is off, unless *force*."""
+    if not (force or hardware.simulator_enabled()):
         return False
     kernelapi = _simulator_module()
     kernelapi.FakeCUDAModule.shfl_down_sync = _shfl_down_sync
@@ -74,7 +95,7 @@ def _key(index: Any) -> tuple[int, ...]:
 class AccessLog:
     """Counts of element reads, plain writes and atomics on the arrays it wrapped.
 
-    Use :meth:`wrap` on the kernel's arguments, launch inside :meth:`atomics_counted`,
+    Use :meth:`wrap` on the kernel's arguments, launch inside :meth:`counting`,
     then read :attr:`reads`, :attr:`writes`, :attr:`atomics` (each a Counter of
     ``(array name, index)``) and :attr:`atomics_per_block` (``(name, block, index)``).
     """
@@ -84,11 +105,12 @@ class AccessLog:
         self.writes: Counter = Counter()
         self.atomics: Counter = Counter()
         self.atomics_per_block: Counter = Counter()
+        self.barriers = 0
+        self.shared_arrays = 0
         self._lock = threading.Lock()
 
     def wrap(self, array: np.ndarray, name: str) -> np.ndarray:
         """A view of *array* that reports every element access to this log under *name*."""
-        _simulator_module()
         log = self
 
         class Counted(np.ndarray):
@@ -113,10 +135,27 @@ class AccessLog:
         return np.asarray(array).view(Counted)
 
     @contextlib.contextmanager
-    def atomics_counted(self) -> Iterator["AccessLog"]:
-        """Within this block, ``cuda.atomic.add`` on wrapped arrays counts as an atomic, not a read and a write."""
+    def counting(self) -> Iterator["AccessLog"]:
+        """Within this block, count atomics (not as a read and a write), barriers and shared arrays.
+
+        :attr:`barriers` counts ``cuda.syncthreads()`` calls of all threads,
+        :attr:`shared_arrays` the ``cuda.shared.array`` calls.
+        """
         kernelapi = _simulator_module()
         original = kernelapi.FakeCUDAAtomic.add
+        original_sync = kernelapi.FakeCUDAModule.syncthreads
+        original_shared = kernelapi.FakeCUDAShared.array
+        log = self
+
+        def syncthreads(module_self):
+            with log._lock:
+                log.barriers += 1
+            return original_sync(module_self)
+
+        def shared_array(shared_self, *args, **kwargs):
+            with log._lock:
+                log.shared_arrays += 1
+            return original_shared(shared_self, *args, **kwargs)
 
         def add(atomic_self, array, index, value):
             _state.atomic_block = tuple(threading.current_thread().blockIdx)
@@ -126,10 +165,14 @@ class AccessLog:
                 _state.atomic_block = None
 
         kernelapi.FakeCUDAAtomic.add = add
+        kernelapi.FakeCUDAModule.syncthreads = syncthreads
+        kernelapi.FakeCUDAShared.array = shared_array
         try:
             yield self
         finally:
             kernelapi.FakeCUDAAtomic.add = original
+            kernelapi.FakeCUDAModule.syncthreads = original_sync
+            kernelapi.FakeCUDAShared.array = original_shared
 
     def total(self, counter: Counter, name: str) -> int:
         """Sum of a counter's entries for the array *name*."""

@@ -1,0 +1,113 @@
+"""Real ``nbgrader autograde`` of the ``profiling`` and ``kernel_patterns`` assignments, on CPU.
+
+The instructor's solutions must get full marks, the released blanks nothing,
+and submissions that cut corners what a fair grader gives: the course
+package's own kernels score 0, a histogram without the shared-memory step keeps
+only its correctness points, a pipeline that still waits for the GPU in every
+iteration loses the synchronisation points. Without a GPU the kernels run in
+Numba's CUDA simulator and the array module is NumPy behind a counter; the
+hidden tests count the same things on a GPU grader, so the scores are the same.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from test_nbgrader_grading import assert_all_succeeded, hand_in, make_course, run_nbgrader, scores
+
+NEW_ASSIGNMENTS = ["profiling", "kernel_patterns"]
+
+pytestmark = pytest.mark.slow
+
+# Solution cells replaced by a shortcut: (assignment, grade_id) -> source.
+COURSE_KERNELS = {
+    ("kernel_patterns", "pat-histogram"):
+        "from demos.patterns.kernels import histogram_shared_kernel\n"
+        "histogram_kernel = histogram_shared_kernel(N_BINS)\n",
+    ("kernel_patterns", "pat-sum"):
+        "from demos.patterns.kernels import tree_sum_kernel\n"
+        "block_sum_kernel = tree_sum_kernel('float32')\n",
+}
+NO_SHARED_MEMORY = {
+    ("kernel_patterns", "pat-histogram"):
+        "@cuda.jit\n"
+        "def histogram_kernel(values, bins):\n"
+        "    for i in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):\n"
+        "        cuda.atomic.add(bins, values[i], 1)\n",
+}
+STILL_SYNCING = {
+    ("profiling", "prof-fast"):
+        "def fast_pipeline(xp, batches):\n"
+        "    return slow_pipeline(xp, batches)\n",
+}
+COURSE_TIMELINE = {
+    ("profiling", "prof-timeline"):
+        "from demos.profiling import timeline as _t\n"
+        "def idle_time(intervals):\n"
+        "    return _t.summary([_t.Interval('x', 'a', s, e) for s, e in intervals])['idle_ms']\n"
+        "overlap_time = lambda a, b: _t.overlap_time([_t.Interval('x', 'a', *i) for i in a],\n"
+        "                                            [_t.Interval('x', 'b', *i) for i in b])\n",
+}
+# student -> (assignment, replaced cells, expected score out of 10)
+SHORTCUTS = {
+    "carl": ("kernel_patterns", COURSE_KERNELS, 0.0),
+    "dora": ("kernel_patterns", NO_SHARED_MEMORY, 7.0),  # histogram correct (2) + the whole sum (5)
+    "emil": ("profiling", STILL_SYNCING, 6.0),  # right numbers (2) + timeline (4), syncs 0
+    "fay": ("profiling", COURSE_TIMELINE, 6.0),  # pipeline (6), the course's timeline code 0
+}
+
+
+def _with_cells(source: Path, replacements: dict[str, str]) -> str:
+    nb = nbformat.read(source, as_version=4)
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id in replacements:
+            cell.source = replacements[grade_id]
+    return nbformat.writes(nb)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = make_course(tmp_path_factory.mktemp("nbgrader-new"))
+    assert_all_succeeded(run_nbgrader(root, [["generate_assignment", a] for a in NEW_ASSIGNMENTS]))
+    for assignment in NEW_ASSIGNMENTS:
+        hand_in(root, "alice", assignment, root / "solutions" / assignment / f"{assignment}.ipynb")
+        hand_in(root, "bob", assignment, root / "exercises" / assignment / f"{assignment}.ipynb")
+    for student, (assignment, replaced, _) in SHORTCUTS.items():
+        cells = {grade_id: src for (a, grade_id), src in replaced.items() if a == assignment}
+        source = root / "solutions" / assignment / f"{assignment}.ipynb"
+        hand_in(root, student, assignment, _with_cells(source, cells))
+    steps = [["autograde", a, s] for a in NEW_ASSIGNMENTS for s in ("alice", "bob")]
+    steps += [["autograde", a, s] for s, (a, _, _) in SHORTCUTS.items()]
+    assert_all_succeeded(run_nbgrader(root, steps))
+    return root
+
+
+@pytest.mark.parametrize("assignment", NEW_ASSIGNMENTS, ids=[f"assignment-{a}" for a in NEW_ASSIGNMENTS])
+def test_solution_full_marks_and_blank_zero(graded: Path, assignment: str) -> None:
+    found = scores(graded)
+    assert found[(assignment, "alice")] == (10.0, 10.0)
+    assert found[(assignment, "bob")] == (0.0, 10.0)
+
+
+@pytest.mark.parametrize("student", sorted(SHORTCUTS))
+def test_shortcuts_score_what_a_fair_grader_gives(graded: Path, student: str) -> None:
+    assignment, _, expected = SHORTCUTS[student]
+    assert scores(graded)[(assignment, student)] == (expected, 10.0)
+
+
+def test_hidden_tests_are_seeded_and_hide_their_inputs() -> None:
+    """Hidden inputs come from demos.grading_checks (course secret), and no message quotes them."""
+    for assignment in NEW_ASSIGNMENTS:
+        nb = nbformat.read(Path(__file__).resolve().parents[1] / "solutions" / assignment
+                           / f"{assignment}.ipynb", as_version=4)
+        for cell in nb.cells:
+            if not cell.metadata.get("nbgrader", {}).get("grade"):
+                continue
+            hidden = cell.source.split("### BEGIN HIDDEN TESTS")[1]
+            assert "grading_rng(" in hidden, cell.metadata["nbgrader"]["grade_id"]
+            assert "default_rng(" not in hidden, "hidden inputs must come from grading_rng"
+            assert "f\"" not in hidden and "f'" not in hidden, "messages must not format hidden values"
