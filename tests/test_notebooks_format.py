@@ -24,6 +24,8 @@ CHAPTERS = [
     "02-simt-model",
     "03-cupy-drop-in",
     "04-numba-cuda-kernels",
+    "04a-profiling-and-asynchrony",
+    "04b-kernel-patterns",
     "05-cnn-tensorflow",
     "06-multiple-gpus",
 ]

@@ -30,7 +30,7 @@ from demos.benchmarks import record
 from demos.profiling.timeline import EventTimeline, from_records, overlap_time, summary
 
 
-def _timing(cp: Any, n: int) -> dict[str, Any]:
+def timing_methods(cp: Any, n: int) -> dict[str, Any]:
     from cupyx.profiler import benchmark
 
     from demos.distance.cupy_backend import distance_matrix_gpu
@@ -191,7 +191,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     cp = hardware.require_cupy("the profiling benchmark")
     scale = 8 if quick else 1
     return {
-        "timing": _timing(cp, 8192 // scale),
+        "timing": timing_methods(cp, 8192 // scale),
         "syncs": _syncs(cp, 200, 2**20 // scale),
         "pipeline": _pipeline(cp, 8192 // scale),
         "overlap": _overlap(cp, 32768 // scale, 2048 // scale),

@@ -1,4 +1,4 @@
-"""Immediate checks for the "your turn" cells of chapter 4a, and its reference results.
+"""Immediate checks for the "your turn" cells of chapter 4a, and the reference results of 4a and 4b.
 
 Each ``check_*`` function runs the student's code on small inputs, on any
 machine, and either prints what was right or raises an ``AssertionError`` that
@@ -20,6 +20,7 @@ from demos.profiling.sync_counter import SyncCountingModule
 REFERENCES = {
     "profiling_h200": "python -m demos bench profiling --output DIR  (then copy DIR/profiling.json)",
     "ncu_kernels_h200": "tools/gpu-node/ncu_kernels.sh DIR  (then copy DIR/ncu_kernels.json)",
+    "patterns_h200": "python -m demos bench patterns --output DIR  (then copy DIR/patterns.json)",
 }
 
 
