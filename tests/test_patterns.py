@@ -1,0 +1,165 @@
+"""Chapter 4b's kernels and the counted checks that grade them.
+
+The kernels must be right (against NumPy), and the counting must tell the
+patterns apart: a global-atomic histogram makes one atomic per value, the
+privatised one at most one per bin and block; a tree sum uses a barrier per
+step, the shuffle sum almost none. The chapter's model answers must pass its
+checks and the stubs fail them. Runs in the simulator here, on the GPU there.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+from numba import cuda
+
+import demos.patterns  # noqa: F401  (adds warp shuffles to the simulator)
+from demos import grading_checks, hardware
+from demos.patterns import checks, kernels, lesson
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("method", ["global_atomic", "shared"])
+def test_histogram_matches_bincount(method: str, rng: np.random.Generator) -> None:
+    values = rng.integers(0, 16, 700).astype(np.int32)
+    np.testing.assert_array_equal(kernels.histogram(values, 16, method, max_blocks=3),
+                                  np.bincount(values, minlength=16))
+
+
+@pytest.mark.parametrize("method", kernels.SUM_METHODS)
+def test_sum_matches_numpy(method: str, rng: np.random.Generator) -> None:
+    x = rng.random(1500).astype(np.float32)
+    assert kernels.reduce_sum(x, method, max_blocks=3) == pytest.approx(float(x.sum(dtype=np.float64)), rel=1e-5)
+
+
+def test_bad_input_gets_one_clear_sentence() -> None:
+    with pytest.raises(ValueError, match="unknown histogram method"):
+        kernels.histogram(np.zeros(4, np.int32), 4, "fast")
+    with pytest.raises(TypeError, match="must be integers"):
+        kernels.histogram(np.zeros(4), 4)
+    with pytest.raises(ValueError, match="1-D"):
+        kernels.reduce_sum(np.zeros((2, 2), np.float32))
+    with pytest.raises(TypeError, match="float32 or float64"):
+        kernels.reduce_sum(np.zeros(3, np.int64))
+
+
+def test_counting_tells_the_histograms_apart(rng: np.random.Generator) -> None:
+    values = rng.integers(0, 8, 300).astype(np.int32)
+    atomic = checks.histogram_report(kernels.histogram_global_atomic, values, 8, blocks=2, threads=32)
+    shared = checks.histogram_report(kernels.histogram_shared_kernel(8), values, 8, blocks=2, threads=32)
+    for report in (atomic, shared):
+        np.testing.assert_array_equal(report["counts"], np.bincount(values, minlength=8))
+        assert report["fewest_reads_of_a_value"] == report["most_reads_of_a_value"] == 1
+        assert report["plain_writes_to_bins"] == 0
+    assert atomic["atomics_on_bins"] == len(values) and atomic["shared_arrays"] == 0
+    assert shared["most_atomics_per_bin_and_block"] == 1 and shared["atomics_on_bins"] <= 2 * 8
+    assert shared["shared_arrays"] > 0
+
+
+def test_counting_sees_plain_writes_of_the_racy_kernel(rng: np.random.Generator) -> None:
+    values = rng.integers(0, 8, 100).astype(np.int32)
+    report = checks.histogram_report(kernels.histogram_racy, values, 8, blocks=1, threads=32)
+    assert report["plain_writes_to_bins"] == len(values) and report["atomics_on_bins"] == 0
+
+
+def test_counting_tells_the_sums_apart(rng: np.random.Generator) -> None:
+    x = rng.random(900).astype(np.float32)
+    tree = checks.block_sum_report(kernels.tree_sum_kernel("float32"), x, blocks=2, threads=kernels.BLOCK)
+    warp = checks.block_sum_report(kernels.warp_sum_kernel("float32"), x, blocks=2, threads=kernels.BLOCK)
+    expected = checks.expected_block_sums(x, 2, kernels.BLOCK)
+    for report in (tree, warp):
+        np.testing.assert_allclose(report["partial"], expected, rtol=1e-5)
+        assert report["most_reads_of_a_value"] == 1 and report["writes_to_partial"] == 2
+    assert tree["barriers_per_thread"] == math.log2(kernels.BLOCK) + 1
+    assert warp["barriers_per_thread"] == 1
+
+
+def test_a_value_read_twice_is_seen(rng: np.random.Generator) -> None:
+    @cuda.jit
+    def reads_twice(values, partial):
+        i = cuda.grid(1)
+        if i < values.shape[0]:
+            cuda.atomic.add(partial, 0, values[i] + values[i] * 0)
+
+    report = checks.block_sum_report(reads_twice, rng.random(40).astype(np.float32), blocks=1, threads=64)
+    assert report["most_reads_of_a_value"] == 2 and report["atomics"] == 40
+
+
+def test_course_kernels_and_wrappers_are_recognised() -> None:
+    assert checks.is_course_kernel(kernels.histogram_shared_kernel(16))
+    assert checks.is_course_kernel(kernels.tree_sum_kernel("float32"))
+
+    @cuda.jit
+    def own(values, bins):
+        for i in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):
+            cuda.atomic.add(bins, values[i], 1)
+
+    assert not checks.is_course_kernel(own)
+
+    def wrapper(v):
+        return kernels.reduce_sum(v)
+
+    assert grading_checks.uses_course_code(wrapper)
+    assert not grading_checks.uses_course_code(lambda v: sum(v))
+
+
+def test_grading_rng_is_seeded_by_label_and_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(grading_checks.SECRET_ENV, raising=False)
+    a = grading_checks.grading_rng("x").random(3)
+    np.testing.assert_array_equal(a, grading_checks.grading_rng("x").random(3))
+    assert not np.array_equal(a, grading_checks.grading_rng("y").random(3))
+    monkeypatch.setenv(grading_checks.SECRET_ENV, "s3cret")
+    assert not np.array_equal(a, grading_checks.grading_rng("x").random(3))
+
+
+CHECKS = {"histogram_atomic": "check_atomic_histogram", "histogram_shared": "check_shared_histogram",
+          "warp_sum": "check_warp_sum"}
+
+
+def chapter_exercises(chapter: str) -> dict[str, tuple[str, str]]:
+    """name -> (student cell up to its check, model answer) for each "your turn" cell of *chapter*.
+
+    A student cell holds "YOUR CODE" and a ``try:`` around its check; the
+    markdown cell after it holds the model answer in a ```python block.
+    """
+    cells = nbformat.read(ROOT / "course" / chapter, as_version=4).cells
+    found = {}
+    for cell, after in zip(cells, cells[1:]):
+        if cell.cell_type == "code" and "YOUR CODE" in cell.source:
+            name = re.search(r"def (\w+)\(", cell.source).group(1)
+            answer = re.search(r"```python\n(.*?)```", after.source, re.S).group(1)
+            found[name] = (cell.source.split("try:")[0], answer)
+    return found
+
+
+def test_chapter_checks_fail_the_stubs_and_pass_the_answers() -> None:
+    import numba
+
+    exercises = chapter_exercises("04b-kernel-patterns.ipynb")
+    assert set(exercises) == set(CHECKS)
+    namespace = {"cuda": cuda, "np": np, "lesson": lesson, "N_BINS": lesson.N_BINS, "BLOCK": 64, "WARPS": 2,
+                 "float32": numba.float32, "int32": numba.int32}
+    for name, (stub, answer) in exercises.items():
+        check = getattr(lesson, CHECKS[name])
+        extra = {"threads": 64} if name == "warp_sum" else {}
+        exec(stub, namespace)
+        with pytest.raises(AssertionError):
+            check(namespace[name], **extra)
+        exec(answer, namespace)
+        check(namespace[name], **extra)
+
+
+@pytest.mark.gpu
+def test_bench_runs_quick_on_a_gpu(tmp_path: Path) -> None:
+    from demos.patterns import bench
+
+    results = bench.run(quick=True)
+    assert all(r["correct"] for r in results["histogram"] if r["name"] != "racy")
+    assert all(r.get("correct", True) for r in results["reduction"])
+    assert hardware.cupy_available()
