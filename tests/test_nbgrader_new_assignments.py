@@ -15,7 +15,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
 from test_nbgrader_grading import assert_all_succeeded, hand_in, make_course, run_nbgrader, scores
 
 NEW_ASSIGNMENTS = ["profiling", "kernel_patterns"]

@@ -12,8 +12,9 @@ Writes ``patterns.json`` (layout: :mod:`demos.benchmarks.record`).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -66,7 +67,7 @@ def histograms(cp: Any, n: int, bound: float, max_blocks: int) -> list[dict[str,
         for method, kernel in (("racy", kernels.histogram_racy),
                                ("global_atomic", kernels.histogram_global_atomic),
                                ("shared", kernels.histogram_shared_kernel(N_BINS))):
-            def launch() -> None:
+            def launch(kernel=kernel, values=values, bins=bins) -> None:
                 bins.fill(0)
                 kernel[blocks, threads](values, bins)
 
@@ -75,7 +76,7 @@ def histograms(cp: Any, n: int, bound: float, max_blocks: int) -> list[dict[str,
             out.append(_record(method, ms, values.nbytes, bound, input=label, n=n,
                                correct=bool((counts == expected).all()),
                                counted=int(counts.sum()), blocks=blocks, threads=threads))
-        ms = event_ms(cp, lambda: cp.bincount(values, minlength=N_BINS))
+        ms = event_ms(cp, lambda values=values: cp.bincount(values, minlength=N_BINS))
         out.append(_record("cupy.bincount", ms, values.nbytes, bound, input=label, n=n, correct=True))
     return out
 
@@ -84,7 +85,7 @@ def _cccl_reduce(cp: Any, values: Any) -> tuple[Callable[[], Any], Any] | str:
     """A cuda.compute (CCCL) sum of *values*, or the reason it cannot run here."""
     try:
         import cuda.compute as cc
-    except Exception as exc:  # not installed, or an older cuda-cccl
+    except Exception as exc:  # noqa: BLE001  (not installed, or an older cuda-cccl)
         return f"cuda.compute is not available: {exc}"
     try:
         result = cp.zeros(1, values.dtype)
@@ -92,7 +93,7 @@ def _cccl_reduce(cp: Any, values: Any) -> tuple[Callable[[], Any], Any] | str:
         reducer = cc.make_reduce_into(values, result, cc.OpKind.PLUS, h_init)
         scratch = cp.empty(reducer(None, values, result, values.size, h_init), np.uint8)
         return (lambda: reducer(scratch, values, result, values.size, h_init)), result
-    except Exception as exc:  # the API moved between releases; say so instead of failing
+    except Exception as exc:  # noqa: BLE001  (the API moved between releases: say so, don't fail)
         return f"cuda.compute is installed but its reduce_into failed: {exc!r}"[:300]
 
 
@@ -104,7 +105,7 @@ def reductions(cp: Any, n: int, bound: float, max_blocks: int) -> list[dict[str,
     out = []
     for method, kernel in (("tree (shared memory)", kernels.tree_sum_kernel("float32")),
                            ("warp shuffles", kernels.warp_sum_kernel("float32"))):
-        ms = event_ms(cp, lambda: kernel[blocks, threads](values, partial))
+        ms = event_ms(cp, lambda kernel=kernel: kernel[blocks, threads](values, partial))
         got = float(partial.astype(cp.float64).sum())
         out.append(_record(method, ms, values.nbytes, bound, n=n, blocks=blocks,
                            correct=bool(abs(got - expected) <= 1e-5 * abs(expected))))

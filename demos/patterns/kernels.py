@@ -61,7 +61,7 @@ def histogram_global_atomic(values, bins):
         cuda.atomic.add(bins, values[i], 1)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def histogram_shared_kernel(n_bins: int):
     """The privatised histogram for *n_bins* bins (shared arrays need a size known at compile time)."""
 
@@ -87,7 +87,7 @@ def _accumulator(dtype: np.dtype):
     return float64 if np.dtype(dtype) == np.float64 else float32
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tree_sum_kernel(dtype_name: str = "float32"):
     """One partial sum per block: a grid-stride sum per thread, then a tree in shared memory."""
     acc_type = _accumulator(np.dtype(dtype_name))
@@ -114,7 +114,7 @@ def tree_sum_kernel(dtype_name: str = "float32"):
     return kernel
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def warp_sum_kernel(dtype_name: str = "float32"):
     """Like :func:`tree_sum_kernel`, but warps add among themselves with shuffles.
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import Counter
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -135,7 +136,7 @@ class AccessLog:
         return np.asarray(array).view(Counted)
 
     @contextlib.contextmanager
-    def counting(self) -> Iterator["AccessLog"]:
+    def counting(self) -> Iterator[AccessLog]:
         """Within this block, count atomics (not as a read and a write), barriers and shared arrays.
 
         :attr:`barriers` counts ``cuda.syncthreads()`` calls of all threads,

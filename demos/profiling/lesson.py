@@ -8,7 +8,8 @@ says what to fix. :func:`reference` reads a shipped result or says how to make o
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import operator
 from collections import Counter
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -149,10 +150,7 @@ def _binary(name: str) -> Callable[..., Any]:
     return op
 
 
-for _name in (
-    "add radd sub rsub mul rmul truediv rtruediv floordiv rfloordiv mod rmod pow rpow matmul rmatmul "
-    "neg pos abs lt le gt ge eq ne and rand or ror xor rxor invert iadd isub imul itruediv"
-).split():
+for _name in ["add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv", "rfloordiv", "mod", "rmod", "pow", "rpow", "matmul", "rmatmul", "neg", "pos", "abs", "lt", "le", "gt", "ge", "eq", "ne", "and", "rand", "or", "ror", "xor", "rxor", "invert", "iadd", "isub", "imul", "itruediv"]:
     setattr(TrackedArray, f"__{_name}__", _binary(f"__{_name}__"))
 TrackedArray.__hash__ = None  # type: ignore[assignment]  (arrays are not hashable)
 

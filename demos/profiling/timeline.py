@@ -16,9 +16,11 @@ Without a GPU the recorder uses the host clock and says so in every record
 from __future__ import annotations
 
 import contextlib
+import itertools
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ def busy_time(intervals: Sequence[Interval]) -> float:
 def idle_gaps(intervals: Sequence[Interval]) -> list[tuple[float, float]]:
     """The (start, end) gaps between the first start and the last end where nothing runs."""
     merged = _merged(intervals)
-    return [(a_end, b_start) for (_, a_end), (b_start, _) in zip(merged, merged[1:])]
+    return [(a_end, b_start) for (_, a_end), (b_start, _) in itertools.pairwise(merged)]
 
 
 def overlap_time(first: Sequence[Interval], second: Sequence[Interval]) -> float:
