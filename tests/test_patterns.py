@@ -164,3 +164,44 @@ def test_bench_runs_quick_on_a_gpu(tmp_path: Path) -> None:
     assert all(r["correct"] for r in results["histogram"] if r["name"] != "racy")
     assert all(r.get("correct", True) for r in results["reduction"])
     assert hardware.cupy_available()
+
+
+_COUNT_WITH_COMPILED_KERNELS = """
+import json
+import numpy as np
+import demos
+from demos import hardware
+from demos.patterns import checks, kernels
+assert not hardware.simulator_enabled()
+values = np.random.default_rng(5).integers(0, 16, 300).astype(np.int32)
+hist = checks.histogram_report(kernels.histogram_shared_kernel(16), values, 16, 2, 64)
+sums = checks.block_sum_report(kernels.warp_sum_kernel("float32"), np.ones(500, np.float32), 2, 256)
+print(json.dumps({"hist": {k: v for k, v in hist.items() if k != "counts"}, "counts": hist["counts"].tolist(),
+                  "sums": sums["partial"].tolist(), "barriers": sums["barriers_per_thread"]}))
+"""
+
+
+def test_counts_are_the_same_for_compiled_kernels(tmp_path: Path) -> None:
+    """On a GPU grader kernels are compiled dispatchers: the checks simulate their source all the same.
+
+    Run here with the simulator switched off (kernels are then real, uncompiled
+    ``CUDADispatcher`` objects, as on a GPU), the counts must be the simulator's.
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
+    if hardware.has_gpu():
+        pytest.skip("compares with the simulator on a machine without a GPU")
+    proc = subprocess.run([sys.executable, "-c", _COUNT_WITH_COMPILED_KERNELS], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    compiled = json.loads(proc.stdout.strip().splitlines()[-1])
+    values = np.random.default_rng(5).integers(0, 16, 300).astype(np.int32)
+    hist = checks.histogram_report(kernels.histogram_shared_kernel(16), values, 16, 2, 64)
+    sums = checks.block_sum_report(kernels.warp_sum_kernel("float32"), np.ones(500, np.float32), 2, 256)
+    assert compiled["counts"] == hist["counts"].tolist()
+    assert compiled["hist"] == {k: v for k, v in hist.items() if k != "counts"}
+    assert compiled["sums"] == sums["partial"].tolist() and compiled["barriers"] == sums["barriers_per_thread"]
