@@ -15,7 +15,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from test_nbgrader_grading import assert_all_succeeded, hand_in, make_course, run_nbgrader, scores
+from test_nbgrader_grading import (
+    assert_all_succeeded,
+    hand_in,
+    make_course,
+    page_text,
+    run_nbgrader,
+    scores,
+)
 
 NEW_ASSIGNMENTS = ["profiling", "kernel_patterns"]
 
@@ -81,6 +88,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Path:
         hand_in(root, student, assignment, _with_cells(source, cells))
     steps = [["autograde", a, s] for a in NEW_ASSIGNMENTS for s in ("alice", "bob")]
     steps += [["autograde", a, s] for s, (a, _, _) in SHORTCUTS.items()]
+    steps += [["generate_feedback", a, "bob"] for a in NEW_ASSIGNMENTS]
     assert_all_succeeded(run_nbgrader(root, steps))
     return root
 
@@ -110,3 +118,10 @@ def test_hidden_tests_are_seeded_and_hide_their_inputs() -> None:
             assert "grading_rng(" in hidden, cell.metadata["nbgrader"]["grade_id"]
             assert "default_rng(" not in hidden, "hidden inputs must come from grading_rng"
             assert "f\"" not in hidden and "f'" not in hidden, "messages must not format hidden values"
+
+
+@pytest.mark.parametrize("assignment", NEW_ASSIGNMENTS, ids=[f"assignment-{a}" for a in NEW_ASSIGNMENTS])
+def test_feedback_shows_no_hidden_test(graded: Path, assignment: str) -> None:
+    text = page_text(graded / "feedback" / "bob" / assignment / f"{assignment}.html")
+    assert "assert" in text, "the page should show the visible tests"
+    assert "grading_rng(" not in text and "uses_course_code(" not in text
