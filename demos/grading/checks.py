@@ -72,7 +72,7 @@ def check(condition: Any, message: str) -> None:
 
 
 # --- comparisons that student code cannot have patched --------------------------------
-_asarray, _abs, _all, _isfinite = np.asarray, np.abs, np.all, np.isfinite
+_asarray, _abs, _all, _isnan = np.asarray, np.abs, np.all, np.isnan
 _less_equal, _equal = np.less_equal, np.equal
 
 
@@ -86,11 +86,12 @@ def assert_close(actual: Any, expected: Any, what: str, rtol: float = 1e-7, atol
     """Fail with "*what* is wrong for a hidden input" unless shapes match and values are close."""
     try:
         got, want = _host(actual), _asarray(expected)
-    except Exception:
+    except (TypeError, ValueError):
         raise GradingFailure(f"{what} is not an array") from None
     check(got.shape == want.shape, f"{what} has the wrong shape for a hidden input")
-    ok = _isfinite(got) == _isfinite(want)
-    ok = ok & ((got == want) | _less_equal(_abs(got - want), atol + rtol * _abs(want)))
+    with np.errstate(invalid="ignore", over="ignore"):
+        close = _equal(got, want) | _less_equal(_abs(got - want), atol + rtol * _abs(want))
+    ok = close | (_isnan(got) & _isnan(want))
     check(bool(_all(ok)), f"{what} is wrong for a hidden input")
 
 

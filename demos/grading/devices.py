@@ -11,7 +11,7 @@ score on a laptop, a one-GPU node and a multi-GPU node.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -46,7 +46,7 @@ class DeviceLog:
 class _Device:
     """What both kinds share: being current (``with device:``), the copy rule, the log."""
 
-    _current: "_Device | None" = None
+    _current: _Device | None = None
     xp: Any = standin.module
 
     def __init__(self, index: int, log: DeviceLog | None = None) -> None:
@@ -58,7 +58,7 @@ class _Device:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.index})"
 
-    def __enter__(self) -> "_Device":
+    def __enter__(self) -> Self:
         self._previous.append(_Device._current)
         _Device._current = self
         return self
@@ -116,7 +116,7 @@ class GpuDevice(_Device):
         self.physical = index if physical is None else physical
         self._device = self.cupy.cuda.Device(self.physical)
 
-    def __enter__(self) -> "GpuDevice":
+    def __enter__(self) -> Self:
         super().__enter__()
         self._device.__enter__()
         return self

@@ -22,7 +22,8 @@ module imitates the parts of CuPy's behaviour that such answers trip over:
 from __future__ import annotations
 
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -92,7 +93,7 @@ class DeviceArray:
         return bool(self._data)
 
     @property
-    def T(self) -> "DeviceArray":  # noqa: N802 (NumPy's name)
+    def T(self) -> DeviceArray:
         return DeviceArray(self._data.T)
 
 
@@ -104,12 +105,9 @@ def _operator(name: str) -> Callable:
     return method
 
 
-for _name in (
-    "add radd sub rsub mul rmul truediv rtruediv floordiv rfloordiv mod rmod pow rpow matmul "
-    "rmatmul neg pos abs lt le gt ge eq ne and rand or ror xor rxor invert"
-).split():
+for _name in ["add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv", "rfloordiv", "mod", "rmod", "pow", "rpow", "matmul", "rmatmul", "neg", "pos", "abs", "lt", "le", "gt", "ge", "eq", "ne", "and", "rand", "or", "ror", "xor", "rxor", "invert"]:
     setattr(DeviceArray, f"__{_name}__", _operator(f"__{_name}__"))
-for _name in "iadd isub imul itruediv ipow".split():
+for _name in ["iadd", "isub", "imul", "itruediv", "ipow"]:
     setattr(DeviceArray, f"__{_name}__", _operator(f"__{_name}__"))
 DeviceArray.__hash__ = None  # type: ignore[assignment]  (arrays are not hashable)
 
