@@ -11,7 +11,7 @@ rules on both (see :mod:`.standin` and :mod:`.devices`). Importing :mod:`demos`
 Hidden tests are built from :mod:`.checks` (seeded inputs, generic failure
 messages, comparisons student code cannot patch) and :mod:`.watch` (was the
 work done by the student's own code, in a kernel, without forbidden helpers).
-Importing this package also silences Numba's performance warnings: a correct
+Importing this package also silences Numba's warnings (performance advice): a correct
 answer must never print to stderr in a test cell (nbgrader scores such a cell 0).
 """
 
@@ -56,17 +56,17 @@ __all__ = [
 ]
 
 
-def _silence_numba_performance_warnings() -> None:
-    # "Grid size ... low occupancy" and "host array used in CUDA kernel" are
-    # advice, printed to stderr; in a graded cell that stderr costs all points.
+def _silence_numba_warnings() -> None:
+    # "Grid size ... low occupancy", "host array used in CUDA kernel" and the
+    # like are advice, printed to stderr; in a graded cell that costs all points.
     try:
-        from numba.core.errors import NumbaPerformanceWarning
+        from numba.core.errors import NumbaWarning
     except ImportError:  # pragma: no cover - Numba is a course dependency
         return
-    warnings.filterwarnings("ignore", category=NumbaPerformanceWarning)
+    warnings.filterwarnings("ignore", category=NumbaWarning)
 
 
-_silence_numba_performance_warnings()
+_silence_numba_warnings()
 
 
 def array_module() -> ModuleType:
