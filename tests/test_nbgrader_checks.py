@@ -199,3 +199,44 @@ def test_device_log_tells_overlap_from_waiting() -> None:
         with d:
             d.asnumpy(d.asarray(np.ones(2)))
     assert not serial[0].log.started_all_before_waiting()
+
+
+# --- the stand-in behaves like CuPy where grading depends on it -------------------------------
+_CUPY_BEHAVIOUR = {
+    # what NumPy-only student code does with a GPU array, and what CuPy answers
+    "np.asarray": (lambda xp, a: np.asarray(a), "TypeError"),
+    "np.einsum": (lambda xp, a: np.einsum("ij,ij->i", a, a), "device array"),
+    "np.concatenate": (lambda xp, a: np.concatenate([a, a]), "device array"),
+    "np.sin": (lambda xp, a: np.sin(a), "device array"),
+    "store into a NumPy array": (lambda xp, a: np.empty(a.shape).__setitem__(slice(None), a), "TypeError"),
+    "store NumPy into it": (lambda xp, a: a.__setitem__(slice(None), np.ones(a.shape)), "NoneType"),
+    "add a NumPy array": (lambda xp, a: a + np.ones(a.shape), "TypeError"),
+    "add a scalar": (lambda xp, a: a + 1.0, "device array"),
+    "float of a sum": (lambda xp, a: float(xp.sum(a)), "float"),
+    "matmul": (lambda xp, a: a @ a.T, "device array"),
+    "get": (lambda xp, a: a.get(), "ndarray"),
+}
+
+
+def _behaviour(xp, case) -> str:
+    try:
+        result = case(xp, xp.asarray(np.arange(6.0).reshape(3, 2)))
+    except TypeError:
+        return "TypeError"
+    return "device array" if isinstance(result, xp.ndarray) else type(result).__name__
+
+
+@pytest.mark.parametrize("name", sorted(_CUPY_BEHAVIOUR))
+def test_standin_answers_as_cupy_does(name: str) -> None:
+    case, expected = _CUPY_BEHAVIOUR[name]
+    assert _behaviour(xp, case) == expected
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(_CUPY_BEHAVIOUR))
+def test_cupy_answers_as_the_table_says(name: str) -> None:
+    """On a GPU: the table the stand-in is tested against is what CuPy really does."""
+    import cupy
+
+    case, expected = _CUPY_BEHAVIOUR[name]
+    assert _behaviour(cupy, case) == expected
