@@ -32,6 +32,7 @@ from test_nbgrader_grading import (
 pytestmark = pytest.mark.slow
 
 CELL_TIMEOUT = 60
+SECRET = "a secret only the grader knows"
 
 
 def _solution(root: Path, assignment: str) -> nbformat.NotebookNode:
@@ -73,6 +74,9 @@ CASES = [
     )}, 0),
     # Prints what it is given: the visible calls' arguments may show, hidden ones must not.
     ("simt-prints-inputs", "simt", {"simt-global-index": (
+        "import os\n"
+        "print('SECRET IN ENVIRONMENT:', 'COURSE_GRADING_SECRET' in os.environ)\n"
+        "print('PROBE SEED:', grading.seed_for('probe'))\n"
         "def global_index(block_index, block_size, thread_index):\n"
         "    print('ARGS:', block_index, block_size, thread_index)\n"
         "    return block_index * 32 + thread_index"
@@ -171,7 +175,7 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Path:
         hand_in(root, student, assignment, nbformat.writes(nb))
     steps = [["autograde", a, s] for s, a, *_ in [*CASES, STDERR_CASE]]
     steps += [["generate_feedback", "simt", "simt-prints-inputs"], ["generate_feedback", "simt", "simt-disables-checks"]]
-    os.environ["COURSE_GRADING_SECRET"] = "a secret only the grader knows"
+    os.environ["COURSE_GRADING_SECRET"] = SECRET
     try:
         assert_all_succeeded(run_nbgrader(root, steps, timeout=CELL_TIMEOUT))
     finally:
@@ -197,6 +201,23 @@ def test_feedback_shows_visible_inputs_but_no_hidden_ones(batch: Path) -> None:
     assert re.findall(r"ARGS: \d+ \d+ \d+", text) == ["ARGS: 0 32 5", "ARGS: 2 32 0"]
     assert "global_index is wrong for a hidden input" in text
     assert "rng.integers" not in text and "BEGIN HIDDEN TESTS" not in text
+
+
+def test_kernels_are_seeded_by_the_secret_which_student_code_cannot_read_from_the_environment(
+    batch: Path,
+) -> None:
+    import hashlib
+    import hmac
+
+    from demos.grading import checks
+
+    nb = nbformat.read(batch / "autograded" / "simt-prints-inputs" / "simt" / "simt.ipynb", as_version=4)
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert "SECRET IN ENVIRONMENT: False" in text
+    probe = int(re.search(r"PROBE SEED: (\d+)", text).group(1))
+    with_secret = hmac.new(SECRET.encode(), b"probe", hashlib.sha256).digest()
+    default = hmac.new(checks._DEFAULT_SALT, b"probe", hashlib.sha256).digest()
+    assert probe == int.from_bytes(with_secret[:8], "little") != int.from_bytes(default[:8], "little")
 
 
 def test_feedback_says_the_machinery_was_modified(batch: Path) -> None:
