@@ -212,3 +212,14 @@ def test_zip_collect_and_export_commands(graded: Path) -> None:
         alice, bob = rows[(assignment, "alice")], rows[(assignment, "bob")]
         assert float(alice["raw_score"]) == float(alice["max_score"]) > 0, alice
         assert float(bob["raw_score"]) == 0, bob
+
+
+@pytest.mark.gpu
+def test_gpu_grader_used_the_gpu(graded: Path) -> None:
+    """On a GPU machine the notebooks were graded on the GPU, not in the simulator."""
+    import nbformat
+
+    nb = nbformat.read(graded / "autograded" / "alice" / "simt" / "simt.ipynb", as_version=4)
+    setup = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "simt-setup")
+    text = "".join(o.get("text", "") for o in setup.outputs)
+    assert "CUDA simulator: False" in text, text

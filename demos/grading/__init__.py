@@ -1,0 +1,114 @@
+"""Helpers for the nbgrader assignments in ``solutions/`` and ``exercises/``.
+
+The assignments must give a submission the same score on an instructor's
+laptop without a GPU and on a GPU node. The notebooks therefore never pick
+NumPy or CuPy, or a real or simulated device, themselves: they ask this
+package, which answers "CuPy and the real GPUs" where they are usable and
+"a CuPy-like stand-in and simulated devices" everywhere else, with the same
+rules on both (see :mod:`.standin` and :mod:`.devices`). Importing :mod:`demos`
+(done here) switches Numba to its CUDA simulator when there is no GPU.
+
+Hidden tests are built from :mod:`.checks` (seeded inputs, generic failure
+messages, comparisons student code cannot patch) and :mod:`.watch` (was the
+work done by the student's own code, in a kernel, without forbidden helpers).
+Importing this package also silences Numba's warnings (performance advice): a correct
+answer must never print to stderr in a test cell (nbgrader scores such a cell 0).
+"""
+
+from __future__ import annotations
+
+import warnings
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+import demos  # noqa: F401  (enables the CUDA simulator when there is no GPU)
+from demos import hardware
+from demos.grading import standin
+from demos.grading.checks import (
+    SECRET_VARIABLE,
+    GradingFailure,
+    assert_close,
+    assert_equal,
+    check,
+    check_untampered,
+    hidden_test,
+    remember_originals,
+    rng,
+    seed_for,
+)
+from demos.grading.devices import (
+    SIMULATED_DEVICE_COUNT,
+    DeviceLog,
+    GpuDevice,
+    SimulatedDevice,
+    devices,
+)
+from demos.grading.watch import GuardedOutput, Launch, Watched, is_course_code, watch
+
+__all__ = [
+    "SECRET_VARIABLE", "SIMULATED_DEVICE_COUNT", "DeviceLog", "GpuDevice", "GradingFailure",
+    "GuardedOutput", "Launch", "SimulatedDevice", "Watched", "array_module", "assert_close",
+    "assert_equal", "check", "check_untampered", "device_array_module", "devices",
+    "get_array_module", "hidden_test", "is_course_code", "rng", "seed_for", "standin",
+    "to_numpy", "watch",
+]
+
+
+def _silence_numba_warnings() -> None:
+    # "Grid size ... low occupancy", "host array used in CUDA kernel" and the
+    # like are advice, printed to stderr; in a graded cell that costs all points.
+    try:
+        from numba.core.errors import NumbaWarning
+    except ImportError:  # pragma: no cover - Numba is a course dependency
+        return
+    warnings.filterwarnings("ignore", category=NumbaWarning)
+
+
+_silence_numba_warnings()
+
+
+def array_module() -> ModuleType:
+    """``cupy`` when it can use a GPU, else ``numpy``: the module for new host-side arrays."""
+    return hardware.require_cupy("grading") if hardware.cupy_available() else np
+
+
+def device_array_module() -> ModuleType:
+    """``cupy`` when it can use a GPU, else the CuPy-like stand-in: "GPU arrays" for tests.
+
+    Tests that hand GPU arrays to student code use this, so they run, and count,
+    on every grader.
+    """
+    return hardware.require_cupy("grading") if hardware.cupy_available() else standin.module
+
+
+def get_array_module(*arrays: Any) -> ModuleType:
+    """Like ``cupy.get_array_module``, also for stand-in arrays and without CuPy."""
+    if any(isinstance(a, standin.DeviceArray) for a in arrays):
+        return standin.module
+    try:
+        import cupy
+    except Exception:  # noqa: BLE001  (not installed, or a broken CUDA install: either way NumPy)
+        return np
+    return cupy.get_array_module(*arrays)
+
+
+def to_numpy(array: Any) -> np.ndarray:
+    """A NumPy copy of a NumPy, CuPy or stand-in array (for comparing with a reference)."""
+    if hasattr(array, "get") and not isinstance(array, np.ndarray):
+        return array.get()
+    return np.asarray(array)
+
+
+def __getattr__(name: str) -> Any:
+    """``FeedbackWithoutHiddenTests`` (the nbgrader preprocessor) is made on first access."""
+    if name == "FeedbackWithoutHiddenTests":
+        from demos.grading.feedback import feedback_preprocessor
+
+        return feedback_preprocessor()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# Last: what an untouched kernel has, for check_untampered.
+remember_originals()

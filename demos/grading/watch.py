@@ -1,0 +1,182 @@
+"""Did the student do the work? Watching a call of the student's code.
+
+:func:`watch` runs code and records what it did that a grader cares about:
+
+* every Numba CUDA kernel it configured for a launch, with grid and block
+  (on a GPU and in the simulator alike), so a test can check that the work was
+  done by the student's own kernel with a grid that covers the output;
+* every function of the course package (``demos``, except this grading
+  package) that ran, even through a wrapper or an alias, so importing the
+  course's own solution does not pass;
+* every call of a forbidden function (e.g. ``np.array_split``).
+
+:func:`is_course_code` tells whether a function or kernel *is* the course's,
+and :class:`GuardedOutput` puts canary values around an output on the device,
+so out-of-bounds writes are caught on a GPU as well as in the simulator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import demos
+
+_DEMOS_DIR = str(Path(demos.__file__).resolve().parent)
+_GRADING_DIR = str(Path(__file__).resolve().parent)
+
+
+@dataclass
+class Launch:
+    """One kernel configured for a launch: ``kernel[grid, block]``."""
+
+    kernel: Any
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+
+    @property
+    def threads(self) -> tuple[int, int, int]:
+        """Threads per dimension (x, y, z) of the whole grid."""
+        return tuple(g * b for g, b in zip(self.grid, self.block))  # type: ignore[return-value]
+
+
+@dataclass
+class Watched:
+    """What :func:`watch` saw."""
+
+    launches: list[Launch] = field(default_factory=list)
+    course_calls: list[str] = field(default_factory=list)
+    forbidden_calls: list[str] = field(default_factory=list)
+    profiler_removed: bool = False
+
+
+def _dims(value: Any) -> tuple[int, int, int]:
+    dims = tuple(int(v) for v in value) if isinstance(value, (tuple, list)) else (int(value),)
+    return (dims + (1, 1, 1))[:3]  # type: ignore[return-value]
+
+
+def _python_function(obj: Any) -> Any:
+    """The Python function behind a kernel, partial or wrapper (``None`` if there is none)."""
+    for _ in range(10):
+        if isinstance(obj, functools.partial):
+            obj = obj.func
+        elif hasattr(obj, "py_func"):  # a Numba dispatcher on a GPU
+            obj = obj.py_func
+        elif hasattr(obj, "fn") and callable(obj.fn):  # a kernel in the CUDA simulator
+            obj = obj.fn
+        elif hasattr(obj, "__wrapped__"):
+            obj = obj.__wrapped__
+        else:
+            break
+    return obj if hasattr(obj, "__code__") else None
+
+
+def is_course_code(obj: Any) -> bool:
+    """True if *obj* (function, kernel, class) comes from the course package, not the notebook."""
+    module = getattr(obj, "__module__", None) or ""
+    if (module == "demos" or module.startswith("demos.")) and not module.startswith("demos.grading"):
+        return True
+    function = _python_function(obj)
+    if function is None:
+        return False
+    filename = function.__code__.co_filename
+    return filename.startswith(_DEMOS_DIR) and not filename.startswith(_GRADING_DIR)
+
+
+@functools.lru_cache(maxsize=1)
+def _kernel_class() -> type:
+    """The class of Numba CUDA kernels here (the simulator's, or the real dispatcher)."""
+    from numba import cuda
+
+    def _never_launched(a):  # pragma: no cover - compiled lazily, never run
+        a[0] = 0
+
+    return type(cuda.jit(_never_launched))
+
+
+@contextlib.contextmanager
+def _record_launches(watched: Watched) -> Iterator[None]:
+    kernel_class = _kernel_class()
+    original = kernel_class.__getitem__
+
+    def recording_getitem(self: Any, configuration: Any) -> Any:
+        watched.launches.append(Launch(self, _dims(configuration[0]), _dims(configuration[1])))
+        return original(self, configuration)
+
+    kernel_class.__getitem__ = recording_getitem
+    try:
+        yield
+    finally:
+        kernel_class.__getitem__ = original
+
+
+def _code_of(function: Callable) -> Any:
+    return getattr(getattr(function, "_implementation", function), "__code__", None)
+
+
+@contextlib.contextmanager
+def watch(forbidden: tuple[Callable, ...] = ()) -> Iterator[Watched]:
+    """Record kernel launches, course functions and *forbidden* functions run inside the block."""
+    watched = Watched()
+    forbidden_codes = {code: f.__name__ for f in forbidden if (code := _code_of(f)) is not None}
+
+    def profiler(frame: Any, event: str, arg: Any) -> None:
+        if event != "call":
+            return
+        code = frame.f_code
+        if code in forbidden_codes:
+            watched.forbidden_calls.append(forbidden_codes[code])
+        filename = code.co_filename
+        if filename.startswith(_DEMOS_DIR) and not filename.startswith(_GRADING_DIR):
+            watched.course_calls.append(f"{frame.f_globals.get('__name__')}.{code.co_name}")
+
+    previous = sys.getprofile()
+    with _record_launches(watched):
+        sys.setprofile(profiler)
+        try:
+            yield watched
+        finally:
+            watched.profiler_removed = sys.getprofile() is not profiler
+            sys.setprofile(previous)
+
+
+class GuardedOutput:
+    """An output array on the device with *pad* canary elements on every side.
+
+    Pass :attr:`inner` (a view of the real region) to a kernel; :meth:`values`
+    copies the real region back, :meth:`canaries_intact` says whether anything
+    was written outside it. The buffer is a Numba device array, so a write past
+    the end of :attr:`inner` lands in the canaries on a GPU too (the simulator
+    raises ``IndexError`` for it instead).
+    """
+
+    CANARY = -12345.0
+
+    def __init__(self, shape: tuple[int, ...], dtype: Any = np.float64, pad: int = 32) -> None:
+        from numba import cuda
+
+        self.shape, self.pad = tuple(shape), pad
+        self.host = np.full([s + 2 * pad for s in self.shape], self.CANARY, dtype=dtype)
+        self.device = cuda.to_device(self.host)
+        self.region = tuple(slice(pad, pad + s) for s in self.shape)
+        self.inner = self.device[self.region]
+
+    def _copy_back(self) -> np.ndarray:
+        return self.device.copy_to_host()
+
+    def values(self) -> np.ndarray:
+        """The real region, copied to the host."""
+        return self._copy_back()[self.region].copy()
+
+    def canaries_intact(self) -> bool:
+        """True if nothing outside the real region was written."""
+        whole = self._copy_back()
+        whole[self.region] = self.CANARY
+        return bool(np.all(whole == np.asarray(self.CANARY, dtype=whole.dtype)))

@@ -1,0 +1,242 @@
+"""Unit tests of the pieces hidden tests are built from (demos.grading).
+
+The stand-in for CuPy must fail NumPy-only code the way CuPy does, seeds must
+reproduce (and change with the course secret), failures must be generic and
+quiet, and the watchers must see kernel launches, course code and forbidden
+helpers. The real ``nbgrader autograde`` runs are in test_nbgrader_cheating.py.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from numba import cuda
+
+from demos import grading
+from demos.grading import checks, standin
+
+xp = standin.module
+
+
+# --- the CuPy-like stand-in -------------------------------------------------------------
+def test_standin_arrays_are_not_numpy_arrays() -> None:
+    a = xp.asarray(np.arange(6.0).reshape(2, 3))
+    assert not isinstance(a, np.ndarray) and isinstance(a, xp.ndarray)
+    assert grading.get_array_module(a) is xp and grading.get_array_module(np.ones(2)) is np
+    np.testing.assert_array_equal(a.get(), np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(grading.to_numpy(a.T), np.arange(6.0).reshape(2, 3).T)
+
+
+def test_standin_refuses_implicit_conversion_like_cupy() -> None:
+    a = xp.asarray(np.ones((2, 2)))
+    with pytest.raises(TypeError, match="Implicit conversion"):
+        np.asarray(a)
+    host = np.empty((2, 2))
+    with pytest.raises(TypeError):
+        host[:] = a
+    with pytest.raises(TypeError, match="mixed"):
+        a + np.ones((2, 2))
+
+
+def test_numpy_functions_dispatch_to_the_standin_like_cupy() -> None:
+    x = xp.asarray(np.arange(6.0).reshape(3, 2))
+    norms = np.einsum("ij,ij->i", x, x)  # CuPy's __array_function__ does the same
+    assert isinstance(norms, xp.ndarray)
+    np.testing.assert_allclose(norms.get(), [1.0, 13.0, 41.0])
+    assert isinstance(np.sin(x), xp.ndarray) and isinstance(x @ x.T, xp.ndarray)
+    total = xp.sum(x)
+    assert isinstance(total, xp.ndarray) and float(total) == 15.0  # 0-d, like CuPy
+    out = xp.empty((3, 2), dtype=xp.result_type(x, x))
+    out[0:2] = x[0:2]
+    out[2] = np.array([7.0, 8.0])  # host data into a device array is a copy, as in CuPy
+    np.testing.assert_array_equal(out.get()[2], [7.0, 8.0])
+
+
+# --- seeds ------------------------------------------------------------------------------
+def test_seeds_reproduce_and_differ_per_test() -> None:
+    assert grading.rng("a").random() == grading.rng("a").random()
+    assert grading.seed_for("a") != grading.seed_for("b")
+
+
+def test_secret_changes_the_seeds(monkeypatch: pytest.MonkeyPatch) -> None:
+    default = grading.seed_for("simt-kernel")
+    monkeypatch.setattr(checks, "_SECRET", "course secret")
+    secret = grading.seed_for("simt-kernel")
+    assert secret != default
+    monkeypatch.setattr(checks, "_SECRET", "another secret")
+    assert grading.seed_for("simt-kernel") not in (default, secret)
+
+
+def test_secret_is_taken_out_of_the_environment_only_inside_a_kernel() -> None:
+    code = (
+        "import os, demos.grading.checks as c; "
+        "print(c._SECRET, os.environ.get('COURSE_GRADING_SECRET'))"
+    )
+    env = {"COURSE_GRADING_SECRET": "s3", "NUMBA_ENABLE_CUDASIM": "1", "PATH": ""}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["s3", "s3"]  # not in a kernel: the grader's process keeps it
+
+
+# --- failures and tampering --------------------------------------------------------------
+def test_hidden_test_turns_errors_into_one_generic_message(capfd: pytest.CaptureFixture) -> None:
+    generic = r"^saxpy fails for a hidden input \(IndexError\)[^0-9]*$"
+    with pytest.raises(grading.GradingFailure, match=generic), grading.hidden_test("t", "saxpy"):
+        print("hidden input 12345")
+        print("to stderr 6789", file=sys.stderr)
+        raise IndexError("index 4242 is out of bounds")
+    captured = capfd.readouterr()
+    assert "12345" not in captured.out + captured.err and "6789" not in captured.out + captured.err
+    with pytest.raises(grading.GradingFailure, match="^a course message$"), grading.hidden_test("t", "saxpy"):
+        grading.check(False, "a course message")
+
+
+def test_assert_close_is_generic_and_strict() -> None:
+    grading.assert_close(np.array([1.0, np.nan]), np.array([1.0 + 1e-9, np.nan]), "x", rtol=1e-6)
+    with pytest.raises(grading.GradingFailure, match="^the matrix is wrong for a hidden input$"):
+        grading.assert_close(np.array([1.0, 2.0]), np.array([1.0, 2.1]), "the matrix")
+    with pytest.raises(grading.GradingFailure, match="wrong shape"):
+        grading.assert_close(np.ones(3), np.ones(4), "the matrix")
+    with pytest.raises(grading.GradingFailure):
+        grading.assert_close(np.array([np.nan]), np.array([1.0]), "the matrix")
+
+
+def test_patched_testing_function_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    grading.check_untampered()
+    monkeypatch.setattr(np.testing, "assert_allclose", lambda *a, **k: None)
+    with pytest.raises(grading.GradingFailure, match="grading machinery was modified"):
+        grading.check_untampered()
+    with pytest.raises(grading.GradingFailure, match="grading machinery"), grading.hidden_test("t", "anything"):
+        pass
+
+
+def test_patched_grading_function_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(grading, "assert_close", lambda *a, **k: None)
+    with pytest.raises(grading.GradingFailure):
+        grading.check_untampered()
+
+
+def test_numba_performance_warnings_are_silenced() -> None:
+    code = (
+        "import warnings, demos.grading\n"
+        "from numba.core.errors import NumbaPerformanceWarning\n"
+        "warnings.warn(NumbaPerformanceWarning('Grid size 1 will likely result in GPU under-utilization'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stderr == ""
+
+
+# --- own work ------------------------------------------------------------------------------
+@cuda.jit
+def _fill(out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = i
+
+
+def test_watch_records_launches_course_code_and_forbidden_calls() -> None:
+    from demos import simt
+
+    out = np.zeros(10)
+    with grading.watch(forbidden=(np.array_split,)) as seen:
+        _fill[2, 8](out)
+        simt.blocks_for(10, 8)
+        np.array_split(out, 3)
+        np.concatenate([out, out])
+    assert [(launch.kernel, launch.grid, launch.block) for launch in seen.launches] == [(_fill, (2, 1, 1), (8, 1, 1))]
+    assert seen.launches[0].threads == (16, 1, 1)
+    assert "demos.simt.blocks_for" in seen.course_calls
+    assert seen.forbidden_calls == ["array_split"]
+    np.testing.assert_array_equal(out, np.arange(10))
+
+
+def test_course_code_is_recognised() -> None:
+    from demos import demo_numba_gpu, simt
+    from demos.distance import generic
+
+    assert grading.is_course_code(simt.blocks_for)
+    assert grading.is_course_code(generic.distance_matrix)
+    assert grading.is_course_code(demo_numba_gpu.distance_matrix)  # a kernel
+    assert not grading.is_course_code(_fill)
+    assert not grading.is_course_code(lambda: None)
+    assert not grading.is_course_code(grading.check)  # the grading helpers are not "the answer"
+
+
+def test_guard_band_sees_writes_outside_the_output() -> None:
+    guarded = grading.GuardedOutput((4, 5), pad=2)
+    assert guarded.inner.shape == (4, 5)
+    assert guarded.canaries_intact()
+    np.testing.assert_array_equal(guarded.values(), np.full((4, 5), guarded.CANARY))
+    _fill_rows[1, 4](guarded.inner)
+    assert guarded.canaries_intact()
+    np.testing.assert_array_equal(guarded.values()[:, 0], np.arange(4))
+    guarded.device[0, 0] = 1.0  # outside the real region
+    assert not guarded.canaries_intact()
+
+
+@cuda.jit
+def _fill_rows(out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i, 0] = i
+
+
+# --- devices --------------------------------------------------------------------------------
+def test_device_log_tells_overlap_from_waiting() -> None:
+    devs = grading.devices(3)
+    assert len(devs) == 3 and len({id(d.log) for d in devs}) == 1
+    on = []
+    for d in devs:
+        with d:
+            on.append(d.asarray(np.ones(2)))
+    [d.asnumpy(a) for d, a in zip(devs, on)]
+    assert devs[0].log.started_all_before_waiting()
+
+    serial = grading.devices(3)
+    for d in serial:
+        with d:
+            d.asnumpy(d.asarray(np.ones(2)))
+    assert not serial[0].log.started_all_before_waiting()
+
+
+# --- the stand-in behaves like CuPy where grading depends on it -------------------------------
+_CUPY_BEHAVIOUR = {
+    # what NumPy-only student code does with a GPU array, and what CuPy answers
+    "np.asarray": (lambda xp, a: np.asarray(a), "TypeError"),
+    "np.einsum": (lambda xp, a: np.einsum("ij,ij->i", a, a), "device array"),
+    "np.concatenate": (lambda xp, a: np.concatenate([a, a]), "device array"),
+    "np.sin": (lambda xp, a: np.sin(a), "device array"),
+    "store into a NumPy array": (lambda xp, a: np.empty(a.shape).__setitem__(slice(None), a), "TypeError"),
+    "store NumPy into it": (lambda xp, a: a.__setitem__(slice(None), np.ones(a.shape)), "NoneType"),
+    "add a NumPy array": (lambda xp, a: a + np.ones(a.shape), "TypeError"),
+    "add a scalar": (lambda xp, a: a + 1.0, "device array"),
+    "float of a sum": (lambda xp, a: float(xp.sum(a)), "float"),
+    "matmul": (lambda xp, a: a @ a.T, "device array"),
+    "get": (lambda xp, a: a.get(), "ndarray"),
+}
+
+
+def _behaviour(xp, case) -> str:
+    try:
+        result = case(xp, xp.asarray(np.arange(6.0).reshape(3, 2)))
+    except TypeError:
+        return "TypeError"
+    return "device array" if isinstance(result, xp.ndarray) else type(result).__name__
+
+
+@pytest.mark.parametrize("name", sorted(_CUPY_BEHAVIOUR))
+def test_standin_answers_as_cupy_does(name: str) -> None:
+    case, expected = _CUPY_BEHAVIOUR[name]
+    assert _behaviour(xp, case) == expected
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(_CUPY_BEHAVIOUR))
+def test_cupy_answers_as_the_table_says(name: str) -> None:
+    """On a GPU: the table the stand-in is tested against is what CuPy really does."""
+    import cupy
+
+    case, expected = _CUPY_BEHAVIOUR[name]
+    assert _behaviour(cupy, case) == expected
