@@ -121,7 +121,7 @@ def test_shortcuts_score_what_a_fair_grader_gives(graded: Path, student: str) ->
 
 
 def test_hidden_tests_are_seeded_and_hide_their_inputs() -> None:
-    """Hidden inputs come from demos.grading_checks (course secret), and no message quotes them."""
+    """Hidden inputs come from demos.grading.rng (course secret), and no message quotes them."""
     for assignment in NEW_ASSIGNMENTS:
         nb = nbformat.read(Path(__file__).resolve().parents[1] / "solutions" / assignment
                            / f"{assignment}.ipynb", as_version=4)

@@ -45,14 +45,21 @@ from demos.grading.devices import (
     SimulatedDevice,
     devices,
 )
-from demos.grading.watch import GuardedOutput, Launch, Watched, is_course_code, watch
+from demos.grading.watch import (
+    GuardedOutput,
+    Launch,
+    Watched,
+    is_course_code,
+    uses_course_code,
+    watch,
+)
 
 __all__ = [
     "SECRET_VARIABLE", "SIMULATED_DEVICE_COUNT", "DeviceLog", "GpuDevice", "GradingFailure",
     "GuardedOutput", "Launch", "SimulatedDevice", "Watched", "array_module", "assert_close",
     "assert_equal", "check", "check_untampered", "device_array_module", "devices",
     "get_array_module", "hidden_test", "is_course_code", "rng", "seed_for", "standin",
-    "to_numpy", "watch",
+    "to_numpy", "uses_course_code", "watch",
 ]
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +89,34 @@ def is_course_code(obj: Any) -> bool:
         return False
     filename = function.__code__.co_filename
     return filename.startswith(_DEMOS_DIR) and not filename.startswith(_GRADING_DIR)
+
+
+def uses_course_code(obj: Any) -> bool:
+    """True if *obj* is course code or refers to it: a thin wrapper around it is caught too.
+
+    Looks at *obj* and at every global name its code (nested functions and
+    lambdas included) reads, so ``def mine(x): return demos_kernel(x)`` counts.
+    """
+    if is_course_code(obj):
+        return True
+    function = _python_function(obj)
+    if function is None:
+        return False
+    names = getattr(function, "__globals__", {})
+    stack = [function.__code__]
+    while stack:
+        code = stack.pop()
+        for name in code.co_names:
+            value = names.get(name)
+            if isinstance(value, types.ModuleType):
+                if value.__name__.split(".")[0] == "demos" and not value.__name__.startswith(
+                    "demos.grading"
+                ):
+                    return True
+            elif value is not None and is_course_code(value):
+                return True
+        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return False
 
 
 @functools.lru_cache(maxsize=1)

@@ -35,7 +35,7 @@ def _course_code_objects() -> set[types.CodeType]:
 
 def is_course_kernel(kernel: Any) -> bool:
     """True when *kernel* is (or runs the code of) one of the course package's own kernels."""
-    from demos.grading_checks import uses_course_code
+    from demos.grading import uses_course_code
 
     fn = python_function(kernel)
     return uses_course_code(fn) or fn.__code__ in _course_code_objects()
