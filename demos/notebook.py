@@ -1,0 +1,78 @@
+"""What every chapter notebook needs before its first lesson, in one import.
+
+A chapter starts with ``from demos.notebook import setup; env = setup()``. That
+one line silences TensorFlow's and absl's start-up noise (it must happen before
+TensorFlow is first imported, which is why it lives here and not in chapter 5),
+switches Numba to its CUDA simulator when there is no GPU (by importing
+:mod:`demos`), prints what the machine offers, and picks problem sizes that
+suit it: in the simulator every CUDA thread is a Python thread, so sizes must
+stay tiny there. The reference loader, figure viewer and timer of
+:mod:`demos.benchmarks.record` are re-exported so that notebooks import from
+one place.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+# Before anything can import TensorFlow: its C++ logging and absl's warnings.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("ABSL_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
+import demos  # noqa: E402,F401  (switches Numba to the simulator when there is no GPU)
+from demos import hardware  # noqa: E402
+from demos.benchmarks.record import (  # noqa: E402,F401  (re-exported for the notebooks)
+    REFERENCE_DIR,
+    load_reference,
+    show_reference_figures,
+    wall_times,
+)
+
+__all__ = ["Environment", "setup", "load_reference", "show_reference_figures", "wall_times",
+           "reference_json", "REFERENCE_DIR"]
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What a chapter may use on this machine, and the sizes that suit it."""
+
+    on_gpu: bool  # a real CUDA GPU is visible
+    simulated: bool  # Numba CUDA kernels run in the CPU simulator
+    cupy_ok: bool  # CuPy can run on a GPU here
+    cupy_why: str  # one sentence on CuPy's state
+    n_gpus: int
+    n_kernel: int  # points for a distance kernel: tiny in the simulator
+    n_elements: int  # elements for a 1-D kernel
+
+
+def setup(verbose: bool = True) -> Environment:
+    """Look at the machine once, print a short summary, and return what the chapter may use."""
+    on_gpu = hardware.has_gpu()
+    simulated = hardware.simulator_enabled()
+    cupy_ok, cupy_why = hardware.cupy_status()
+    env = Environment(
+        on_gpu=on_gpu,
+        simulated=simulated,
+        cupy_ok=cupy_ok,
+        cupy_why=cupy_why,
+        n_gpus=hardware.gpu_count(),
+        n_kernel=24 if simulated else 4096,
+        n_elements=100 if simulated else 10_000_000,
+    )
+    if verbose:
+        if on_gpu:
+            names = ", ".join(f"{g.name} ({g.total_memory_gib:.0f} GiB)" for g in hardware.gpus())
+            print(f"GPU found: {names}")
+        else:
+            print(f"No GPU here: {hardware.no_gpu_reason()}")
+        mode = "CUDA simulator (tiny sizes)" if simulated else "real GPU"
+        print(f"Numba CUDA kernels run on the {mode}; CuPy: {cupy_why}")
+    return env
+
+
+def reference_json(name: str) -> Any:
+    """A measured result from ``demos/results/`` (``"lessons.json"``), or None with a message."""
+    return load_reference(f"results/{name}")
