@@ -17,6 +17,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("bench", "distance"): ("demos.benchmarks.distance", "time the distance-matrix backends over sizes"),
     ("bench", "cnn"): ("demos.cnn.bench", "training throughput of the chapter 5 CNN"),
     ("bench", "multigpu"): ("demos.multigpu.bench", "scaling of the chapter 6 examples over GPUs"),
+    ("bench", "lessons"): ("demos.lessons.bench", "the measured lessons: divergence, coalescing, copies, NumPy"),
     ("plot",): ("demos.plots", "draw the course figures from benchmark JSON"),
 }
 
