@@ -97,3 +97,36 @@ def lesson(name: str) -> dict[str, Any] | None:
         return None
     print(f"Measured on {machine} ({data['environment']['date'][:10]}):")
     return entry
+
+
+def distance_times(kind: str = "host_to_host") -> dict[str, dict[int, float]]:
+    """Median seconds per backend and size from ``demos/results/distance.json``.
+
+    *kind* is ``"host_to_host"`` (points in, matrix out, as a user pays) or
+    ``"device"`` (GPU time alone, CUDA events). Empty when the file is missing.
+    """
+    data = reference_json("distance.json")
+    times: dict[str, dict[int, float]] = {}
+    for run in (data or {}).get("results", {}).get("runs", []):
+        if kind in run:
+            times.setdefault(run["backend"], {})[int(run["n"])] = run[kind]["median_s"]
+    return times
+
+
+def distance_transfer(n: int, direction: str = "d2h") -> float | None:
+    """Seconds to copy the points in (``"h2d"``) or the matrix out (``"d2h"``) at size *n*, measured."""
+    data = reference_json("distance.json")
+    for row in (data or {}).get("results", {}).get("transfers", []):
+        if int(row["n"]) == n:
+            return row[direction]["median_s"]
+    return None
+
+
+def reference_machine(name: str = "distance.json") -> str:
+    """The GPUs and CPU cores a reference result was measured on, in words."""
+    data = reference_json(name)
+    if data is None:
+        return "(unknown machine)"
+    env = data["environment"]
+    gpus = ", ".join(g["name"] for g in env.get("gpus") or []) or "no GPU"
+    return f"{gpus}, host with {env['cpu_count']} CPU cores"

@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from demos.checks import CHECKS, answer_source, check
+from demos.checks import CHECKS, answer_source, passes
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = re.compile(r"^# Your turn: (\w+)\s*$", re.MULTILINE)
@@ -73,10 +73,10 @@ def test_every_student_cell_is_followed_by_its_check_and_every_check_is_used() -
 @pytest.mark.simulator
 @pytest.mark.parametrize("chapter, name, stub, follow", CELLS, ids=[c[1] for c in CELLS])
 def test_check_fails_the_stub_and_passes_the_model_answer(chapter, name, stub, follow, capsys) -> None:
-    assert check(name, _defined(stub, name)) is False
+    assert passes(name, _defined(stub, name)) is False
     said = capsys.readouterr().out
     assert said.startswith(f"✗ {name}:"), said
-    assert check(name, _defined(answer_source(name), name)) is True
+    assert passes(name, _defined(answer_source(name), name)) is True
     assert capsys.readouterr().out.startswith(f"✓ {name}:")
 
 
@@ -125,6 +125,6 @@ def tiled_distance_kernel(x, y, out):
 @pytest.mark.parametrize("name", sorted(MISTAKES))
 def test_typical_mistakes_get_specific_feedback(name: str, capsys) -> None:
     source, words = MISTAKES[name]
-    assert check(name, _defined(source, name)) is False
+    assert passes(name, _defined(source, name)) is False
     said = capsys.readouterr().out
     assert words in said, f"feedback for {name} should mention {words!r}: {said}"

@@ -39,14 +39,19 @@ CHECKS: dict[str, tuple[str, Callable[[Any], str]]] = {
     "split_sum": ("06", multigpu_checks.split_sum),
 }
 
-__all__ = ["CHECKS", "check", "show_answer", "answer_source"]
+__all__ = ["CHECKS", "check", "passes", "show_answer", "answer_source"]
 
 
-def check(name: str, student: Any) -> bool:
-    """Try the student's *name* (a function or kernel) and print one line of feedback."""
+def passes(name: str, student: Any) -> bool:
+    """Try the student's *name* (a function or kernel), print one line of feedback, return success."""
     if name not in CHECKS:
         raise ValueError(f"no check named {name!r}; known: {', '.join(CHECKS)}")
     return run_check(name, lambda: CHECKS[name][1](student))
+
+
+def check(name: str, student: Any) -> None:
+    """Like :func:`passes`, for a notebook cell: prints the verdict and leaves nothing else on screen."""
+    passes(name, student)
 
 
 def answer_source(name: str) -> str:
