@@ -96,9 +96,9 @@ def compare(got: Any, expected: np.ndarray, what: str, rtol: float = 1e-6, atol:
     if got.shape != expected.shape:
         raise CheckFailed(f"{what}: the result has shape {got.shape}, expected {expected.shape}.")
     unwritten = np.argwhere(got == SENTINEL)
-    if unwritten.size == got.size and got.size:
+    if len(unwritten) == got.size and got.size:
         raise CheckFailed(f"{what}: the kernel wrote nothing at all.")
-    if unwritten.size:
+    if len(unwritten):
         where = tuple(int(v) for v in unwritten[0])
         raise CheckFailed(f"{what}: no thread wrote entry {where} ({len(unwritten)} of {got.size} "
                           "entries unwritten). Does the launch's grid reach every entry with your indexing?")
