@@ -22,17 +22,24 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("ABSL_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
-import demos  # noqa: E402,F401  (switches Numba to the simulator when there is no GPU)
-from demos import hardware  # noqa: E402
-from demos.benchmarks.record import (  # noqa: E402,F401  (re-exported for the notebooks)
+import demos  # noqa: F401  (switches Numba to the simulator when there is no GPU)
+from demos import hardware
+from demos.benchmarks.record import (
     REFERENCE_DIR,
     load_reference,
     show_reference_figures,
     wall_times,
 )
 
-__all__ = ["Environment", "setup", "load_reference", "show_reference_figures", "wall_times",
-           "reference_json", "REFERENCE_DIR"]
+__all__ = [
+    "REFERENCE_DIR",
+    "Environment",
+    "load_reference",
+    "reference_json",
+    "setup",
+    "show_reference_figures",
+    "wall_times",
+]
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,13 @@ import numpy as np
 from numba import cuda
 
 __all__ = [
-    "add_to_loop",
-    "add_to_kernel",
     "add_to",
+    "add_to_kernel",
+    "add_to_loop",
     "blocks_for",
-    "thread_coordinates",
     "divergent_kernel",
     "draw_launch",
+    "thread_coordinates",
 ]
 
 

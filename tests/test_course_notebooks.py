@@ -80,6 +80,7 @@ def test_lesson_without_gpu_numbers_says_so_instead_of_inventing_them(capsys) ->
 @pytest.mark.slow
 def test_keras_imports_without_start_up_noise() -> None:
     code = "from demos.notebook import quiet_import; quiet_import('keras'); print('ok')"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT,
+                          check=False)
     assert done.stdout.strip() == "ok", done.stderr
     assert "absl" not in done.stderr and "oneDNN" not in done.stderr, done.stderr

@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import mmap
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import nbformat
 import pytest
@@ -73,7 +74,7 @@ def quoted_in_prose() -> list[tuple[str, str]]:
 
 
 def test_every_quantity_in_prose_is_listed_with_its_source() -> None:
-    unlisted = sorted(set(q for q in quoted_in_prose() if q not in QUOTED))
+    unlisted = sorted({q for q in quoted_in_prose() if q not in QUOTED})
     assert not unlisted, (
         f"quantities in chapter prose with no data behind them: {unlisted}. Compute them in a code cell "
         "from demos/results/, or add them to QUOTED with the JSON they come from."

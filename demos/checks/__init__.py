@@ -11,8 +11,9 @@ raises, so a notebook with unfinished cells still runs top to bottom.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from demos.checks import array_checks, kernel_checks, multigpu_checks, simt_checks
 from demos.checks._harness import run_check
@@ -39,7 +40,7 @@ CHECKS: dict[str, tuple[str, Callable[[Any], str]]] = {
     "split_sum": ("06", multigpu_checks.split_sum),
 }
 
-__all__ = ["CHECKS", "check", "passes", "show_answer", "answer_source"]
+__all__ = ["CHECKS", "answer_source", "check", "passes", "show_answer"]
 
 
 def passes(name: str, student: Any) -> bool:

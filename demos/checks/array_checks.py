@@ -7,7 +7,8 @@ the input's dtype, and return an array of the module it was given.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

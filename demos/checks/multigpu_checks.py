@@ -7,7 +7,9 @@ without GPUs, so these checks run it with NumPy pieces standing in for devices.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import itertools
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +25,7 @@ def split_ranges(student: Callable[[int, int], Any]) -> str:
                               "empty ones allowed).")
         if got[0][0] != 0 or got[-1][1] != n:
             raise CheckFailed(f"{what} starts at {got[0][0]} and ends at {got[-1][1]}, expected 0 and {n}.")
-        for (_, stop), (start, _) in zip(got, got[1:]):
+        for (_, stop), (start, _) in itertools.pairwise(got):
             if stop != start:
                 raise CheckFailed(f"{what}: a piece ends at {stop} but the next starts at {start} "
                                   "(elements lost or counted twice at the seam).")

@@ -65,6 +65,7 @@ def run(n: int, iterations: int, threads_per_block: int = 256, repeats: int = 10
         kernel[1, 256](small, 20)
         np.testing.assert_allclose(small.copy_to_host(), expected(256, 20, by_warp), rtol=1e-4)
         data = cuda.to_device(np.ones(n, dtype=np.float32))
-        result[name] = event_times(lambda: kernel[blocks, threads_per_block](data, iterations), repeats)
+        result[name] = event_times(
+            lambda k=kernel, d=data: k[blocks, threads_per_block](d, iterations), repeats)
     result["ratio"] = result["by_lane_parity"]["median_ms"] / result["by_warp"]["median_ms"]
     return result
