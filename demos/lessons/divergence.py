@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import cuda
+from numba import cuda, float32
 
 from demos.lessons._timing import event_times
 
