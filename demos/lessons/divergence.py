@@ -25,10 +25,10 @@ def split_by_lane(out, iterations):
         x = out[i]
         if i % 2 == 0:  # neighbours disagree: every warp runs both loops
             for _ in range(iterations):
-                x = x * 0.999 + 0.5
+                x = x * float32(0.999) + float32(0.5)
         else:
             for _ in range(iterations):
-                x = x * 1.001 - 0.25
+                x = x * float32(1.001) - float32(0.25)
         out[i] = x
 
 
@@ -39,10 +39,10 @@ def split_by_warp(out, iterations):
         x = out[i]
         if (i // 32) % 2 == 0:  # all 32 threads of a warp agree: each warp runs one loop
             for _ in range(iterations):
-                x = x * 0.999 + 0.5
+                x = x * float32(0.999) + float32(0.5)
         else:
             for _ in range(iterations):
-                x = x * 1.001 - 0.25
+                x = x * float32(1.001) - float32(0.25)
         out[i] = x
 
 
