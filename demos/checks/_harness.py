@@ -126,11 +126,12 @@ def blocks(n: int, per_block: int) -> int:
     return max(1, math.ceil(n / per_block))
 
 
-def uses(kernel: Any, *names: str) -> list[str]:
-    """Which of *names* the kernel's Python code does not mention (e.g. 'syncthreads')."""
-    code = getattr(kernel, "py_func", kernel).__code__
-    seen = set(code.co_names)
-    return [name for name in names if name not in seen]
+def require_shared_memory(kernel: Any, advice: str) -> None:
+    """Fail unless the kernel's code mentions shared arrays and barriers: the lesson is *how*, not only what."""
+    seen = set(getattr(kernel, "py_func", kernel).__code__.co_names)
+    missing = [name for name in ("shared", "syncthreads") if name not in seen]
+    if missing:
+        raise CheckFailed(f"the kernel does not use {' or '.join(missing)}: {advice}")
 
 
 def on_gpu() -> bool:

@@ -14,7 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from demos.checks._harness import CheckFailed, GuardedOutput, blocks, compare, launch, on_gpu, uses
+from demos.checks._harness import (
+    CheckFailed,
+    GuardedOutput,
+    blocks,
+    compare,
+    launch,
+    on_gpu,
+    require_shared_memory,
+)
 
 SHAPES = [(1, 1), (5, 12), (12, 5), (19, 19)]  # (rows n, columns m): partial blocks on purpose
 
@@ -57,10 +65,8 @@ def coalesced_distance_kernel(kernel: Any) -> str:
 
 
 def tiled_distance_kernel(kernel: Any) -> str:
-    missing = uses(kernel, "shared", "syncthreads")
-    if missing:
-        raise CheckFailed(f"the kernel does not use {' or '.join(missing)}: stage the block's points in "
-                          "cuda.shared.array and wait with cuda.syncthreads() before reading them.")
+    require_shared_memory(kernel, "stage the block's points in cuda.shared.array and wait with "
+                          "cuda.syncthreads() before reading them.")
     tile = 8
     _check_distance(kernel, lambda n, m: (blocks(m, tile), blocks(n, tile)), (tile, tile),
                     "(Blocks of TILE x TILE = 8 x 8 threads; columns on x. Do threads past the edge "
@@ -69,10 +75,8 @@ def tiled_distance_kernel(kernel: Any) -> str:
 
 
 def block_sum_kernel(kernel: Any) -> str:
-    missing = uses(kernel, "shared", "syncthreads")
-    if missing:
-        raise CheckFailed(f"the kernel does not use {' or '.join(missing)}: sum within the block in "
-                          "shared memory, with a barrier between the halving steps.")
+    require_shared_memory(kernel, "sum within the block in shared memory, with a barrier between "
+                          "the halving steps.")
     threads = 64
     rng = np.random.default_rng(8)
     for n in [1, 64, 100, 200] + ([1_000_000] if on_gpu() else []):

@@ -18,32 +18,30 @@ from numba import cuda, float32
 from demos.lessons._timing import event_times
 
 
+@cuda.jit(device=True)
+def _one_of_two_loops(x, take_first, iterations):
+    """Two loops of equal length and different arithmetic; which one runs is the caller's choice."""
+    if take_first:
+        for _ in range(iterations):
+            x = x * float32(0.999) + float32(0.5)
+    else:
+        for _ in range(iterations):
+            x = x * float32(1.001) - float32(0.25)
+    return x
+
+
 @cuda.jit
 def split_by_lane(out, iterations):
     i = cuda.grid(1)
-    if i < out.size:
-        x = out[i]
-        if i % 2 == 0:  # neighbours disagree: every warp runs both loops
-            for _ in range(iterations):
-                x = x * float32(0.999) + float32(0.5)
-        else:
-            for _ in range(iterations):
-                x = x * float32(1.001) - float32(0.25)
-        out[i] = x
+    if i < out.size:  # neighbours disagree: every warp runs both loops
+        out[i] = _one_of_two_loops(out[i], i % 2 == 0, iterations)
 
 
 @cuda.jit
 def split_by_warp(out, iterations):
     i = cuda.grid(1)
-    if i < out.size:
-        x = out[i]
-        if (i // 32) % 2 == 0:  # all 32 threads of a warp agree: each warp runs one loop
-            for _ in range(iterations):
-                x = x * float32(0.999) + float32(0.5)
-        else:
-            for _ in range(iterations):
-                x = x * float32(1.001) - float32(0.25)
-        out[i] = x
+    if i < out.size:  # all 32 threads of a warp agree: each warp runs one loop
+        out[i] = _one_of_two_loops(out[i], (i // 32) % 2 == 0, iterations)
 
 
 def expected(n: int, iterations: int, by_warp: bool) -> np.ndarray:
