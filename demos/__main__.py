@@ -19,6 +19,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("bench", "multigpu"): ("demos.multigpu.bench", "scaling of the chapter 6 examples over GPUs"),
     ("bench", "profiling"): ("demos.profiling.bench", "chapter 4a: timing, syncs, timeline, overlap, pool"),
     ("bench", "patterns"): ("demos.patterns.bench", "chapter 4b: histograms and sums vs bandwidth"),
+    ("bench", "lessons"): ("demos.lessons.bench", "the measured lessons: divergence, coalescing, copies, NumPy"),
     ("plot",): ("demos.plots", "draw the course figures from benchmark JSON"),
 }
 

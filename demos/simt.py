@@ -12,17 +12,19 @@ thread is a Python thread, so keep arrays small (a few hundred elements) there.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numba import cuda
 
 __all__ = [
-    "add_to_loop",
-    "add_to_kernel",
     "add_to",
+    "add_to_kernel",
+    "add_to_loop",
     "blocks_for",
-    "thread_coordinates",
     "divergent_kernel",
+    "draw_launch",
+    "thread_coordinates",
 ]
 
 
@@ -92,3 +94,37 @@ def divergent_kernel(values, out):
             out[i] = values[i] * 2.0
         else:
             out[i] = values[i] + 100.0
+
+
+def draw_launch(n: int, threads_per_block: int, warp_size: int = 32) -> Any:
+    """Draw the grid of a 1-D launch: blocks as boxes, threads as cells, idle threads greyed.
+
+    Each cell is labelled with its global index ``blockIdx.x * blockDim.x + threadIdx.x``;
+    colours alternate per warp, so a block that is not a multiple of the warp
+    size shows its partly used last warp.
+    """
+    import matplotlib.pyplot as plt  # the notebook's backend: the figure shows inline
+    n_blocks = max(1, blocks_for(n, threads_per_block))
+    fig, ax = plt.subplots(figsize=(min(12, max(6.0, 1.5 + 0.32 * threads_per_block)), 1.2 + 0.55 * n_blocks))
+    warp_colours = ("#9ecae1", "#fdd0a2")
+    for b in range(n_blocks):
+        y = n_blocks - 1 - b
+        for t in range(threads_per_block):
+            i = b * threads_per_block + t
+            idle = i >= n
+            colour = "#dddddd" if idle else warp_colours[(t // warp_size) % 2]
+            ax.add_patch(plt.Rectangle((t, y + 0.1), 0.95, 0.8, color=colour))
+            ax.text(t + 0.47, y + 0.5, "–" if idle else str(i), ha="center", va="center", fontsize=7)
+        ax.add_patch(plt.Rectangle((-0.1, y + 0.02), threads_per_block + 0.1, 0.96, fill=False, lw=1.5))
+        ax.text(-0.4, y + 0.5, f"block {b}", ha="right", va="center", fontsize=9)
+    ax.set_xlim(-3.5, threads_per_block + 0.2)
+    ax.set_ylim(-0.1, n_blocks + 0.1)
+    ax.set_xticks(range(threads_per_block))
+    ax.tick_params(axis="x", labelsize=7)
+    ax.set_xlabel("threadIdx.x  (cell: global index i; grey: past the end)")
+    ax.set_yticks([])
+    ax.set_title(f"grid of {n_blocks} blocks x {threads_per_block} threads for n = {n}")
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    fig.tight_layout()
+    return fig

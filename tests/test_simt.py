@@ -51,3 +51,16 @@ def test_mismatched_shapes_are_rejected() -> None:
         simt.add_to_loop(np.zeros(3), np.zeros(4))
     with pytest.raises(ValueError, match="1-D"):
         simt.add_to(np.zeros((2, 2)), np.zeros((2, 2)))
+
+
+def test_launch_figure_shows_every_block_and_greys_idle_threads() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = simt.draw_launch(10, 4)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.texts]
+    assert [f"block {b}" for b in range(3)] == [t for t in labels if t.startswith("block")]
+    assert [str(i) for i in range(10)] == [t for t in labels if t.isdigit()]
+    assert labels.count("–") == 2  # the last block's two threads past the end
+    matplotlib.pyplot.close(fig)

@@ -1,0 +1,68 @@
+"""Immediate feedback for the "your turn" cells of the chapters.
+
+A chapter cell asks the student to write a function or kernel; the next cell
+runs ``check("name", what_they_wrote)``, which tries it on inputs chosen to
+catch the usual mistakes and prints one line: a tick, or what went wrong
+(which size, which index, which dtype, a write out of bounds). A check never
+raises, so a notebook with unfinished cells still runs top to bottom.
+``show_answer("name")`` prints the model answer, kept once, in
+``demos/checks/answers/<name>.py``; the tests run every check against it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from demos.checks import array_checks, kernel_checks, multigpu_checks, simt_checks
+from demos.checks._harness import run_check
+
+ANSWERS_DIR = Path(__file__).resolve().parent / "answers"
+
+# name -> (chapter, check); the name is also the function's name in the notebook
+CHECKS: dict[str, tuple[str, Callable[[Any], str]]] = {
+    "blocks_for": ("02", simt_checks.blocks_for),
+    "add_to_kernel": ("02", simt_checks.add_to_kernel),
+    "add_matrices_kernel": ("02", simt_checks.add_matrices_kernel),
+    "warp_cost": ("02", simt_checks.warp_cost),
+    "row_norms": ("03", array_checks.row_norms),
+    "distance_matrix": ("03", array_checks.distance_matrix),
+    "nearest_neighbour": ("03", array_checks.nearest_neighbour),
+    "distance_matrix_chunked": ("03", array_checks.distance_matrix_chunked),
+    "naive_distance_kernel": ("04", kernel_checks.naive_distance_kernel),
+    "coalesced_grid": ("04", kernel_checks.coalesced_grid),
+    "coalesced_distance_kernel": ("04", kernel_checks.coalesced_distance_kernel),
+    "tiled_distance_kernel": ("04", kernel_checks.tiled_distance_kernel),
+    "block_sum_kernel": ("04", kernel_checks.block_sum_kernel),
+    "split_ranges": ("06", multigpu_checks.split_ranges),
+    "matvec_split": ("06", multigpu_checks.matvec_split),
+    "split_sum": ("06", multigpu_checks.split_sum),
+}
+
+__all__ = ["CHECKS", "answer_source", "check", "passes", "show_answer"]
+
+
+def passes(name: str, student: Any) -> bool:
+    """Try the student's *name* (a function or kernel), print one line of feedback, return success."""
+    if name not in CHECKS:
+        raise ValueError(f"no check named {name!r}; known: {', '.join(CHECKS)}")
+    return run_check(name, lambda: CHECKS[name][1](student))
+
+
+def check(name: str, student: Any) -> None:
+    """Like :func:`passes`, for a notebook cell: prints the verdict and leaves nothing else on screen."""
+    passes(name, student)
+
+
+def answer_source(name: str) -> str:
+    """The model answer for *name*, as source text."""
+    path = ANSWERS_DIR / f"{name}.py"
+    if name not in CHECKS or not path.exists():
+        raise ValueError(f"no model answer named {name!r}; known: {', '.join(CHECKS)}")
+    return path.read_text(encoding="utf-8")
+
+
+def show_answer(name: str) -> None:
+    """Print the model answer for *name*. Try first: the check tells you what to fix."""
+    print(answer_source(name))

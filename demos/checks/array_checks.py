@@ -1,0 +1,105 @@
+"""Checks for the "your turn" cells of chapter 3 (CuPy as a drop-in for NumPy).
+
+Each function is run with NumPy arrays, and with CuPy arrays too where CuPy
+can reach a GPU: array-module agnostic code must give the same answer, keep
+the input's dtype, and return an array of the module it was given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from demos import hardware
+from demos.checks._harness import CheckFailed, compare, expect_dtype
+
+
+def _modules() -> list[Any]:
+    if hardware.cupy_available():
+        import cupy
+
+        return [np, cupy]
+    return [np]
+
+
+def _to_host(array: Any) -> np.ndarray:
+    return array.get() if hasattr(array, "get") else np.asarray(array)
+
+
+def _direct(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return ((x[:, None, :].astype(np.float64) - y[None, :, :]) ** 2).sum(axis=-1)
+
+
+def _same_module(got: Any, xp: Any, what: str) -> None:
+    if xp is not np and not isinstance(got, xp.ndarray):
+        raise CheckFailed(f"{what}: given CuPy arrays you returned {type(got).__name__}; "
+                          "stay on the GPU: pick the module with get_array_module.")
+    if xp is np and type(got).__module__.startswith("cupy"):
+        raise CheckFailed(f"{what}: given NumPy arrays you returned a CuPy array.")
+
+
+def row_norms(student: Callable[[Any], Any]) -> str:
+    rng = np.random.default_rng(4)
+    for xp in _modules():
+        for shape in [(1, 3), (10, 3), (7, 5)]:
+            for dtype in (np.float64, np.float32):
+                x = rng.random(shape).astype(dtype)
+                what = f"{xp.__name__} {dtype.__name__} shape {shape}"
+                got = student(xp.asarray(x))
+                _same_module(got, xp, what)
+                expect_dtype(got, dtype, what)
+                compare(_to_host(got), (x.astype(np.float64) ** 2).sum(axis=1), what, rtol=1e-5)
+    return "squared norms right for 1 to 10 points, 3 or 5 coordinates, float32 and float64."
+
+
+def distance_matrix(student: Callable[[Any, Any], Any]) -> str:
+    rng = np.random.default_rng(5)
+    for xp in _modules():
+        for n, m in [(1, 1), (5, 5), (6, 9)]:
+            for dtype in (np.float64, np.float32):
+                x, y = rng.random((n, 3)).astype(dtype), rng.random((m, 3)).astype(dtype)
+                what = f"{xp.__name__} {dtype.__name__}, {n} x {m} points"
+                got = student(xp.asarray(x), xp.asarray(y))
+                _same_module(got, xp, what)
+                expect_dtype(got, dtype, what)
+                compare(_to_host(got), _direct(x, y), what, rtol=1e-4, atol=1e-5)
+    return f"same matrix as the direct formula with {', '.join(xp.__name__ for xp in _modules())}."
+
+
+def nearest_neighbour(student: Callable[[Any], Any]) -> str:
+    rng = np.random.default_rng(6)
+    for xp in _modules():
+        for n in (2, 3, 50):
+            x = rng.random((n, 3))
+            d = _direct(x, x)
+            np.fill_diagonal(d, np.inf)
+            want = d.argmin(axis=1)
+            what = f"{xp.__name__}, {n} points"
+            got = student(xp.asarray(x))
+            if not isinstance(got, np.ndarray):
+                raise CheckFailed(f"{what}: return a NumPy array on the host (copy back only the "
+                                  f"n indices), not {type(got).__name__}.")
+            if got.shape != (n,):
+                raise CheckFailed(f"{what}: expected {n} indices, got shape {got.shape}.")
+            if np.array_equal(got, np.arange(n)):
+                raise CheckFailed(f"{what}: every point is its own nearest neighbour. "
+                                  "Leave out the diagonal (set it to infinity first).")
+            bad = np.flatnonzero(got != want)
+            if bad.size:
+                i = int(bad[0])
+                raise CheckFailed(f"{what}: for point {i} you return {int(got[i])}, expected {int(want[i])}.")
+    return "right indices, self excluded, returned as a small host array."
+
+
+def distance_matrix_chunked(student: Callable[[Any, int], Any]) -> str:
+    rng = np.random.default_rng(7)
+    for n, rows in [(10, 3), (10, 10), (7, 100), (33, 8)]:
+        x = rng.random((n, 3))
+        what = f"{n} points in bands of {rows} rows"
+        got = student(x, rows)
+        if not isinstance(got, np.ndarray):
+            raise CheckFailed(f"{what}: return the whole matrix as a NumPy array, not {type(got).__name__}.")
+        compare(got, _direct(x, x), what, rtol=1e-6, atol=1e-9)
+    return "the banded computation gives the full matrix, also when the last band is short."

@@ -1,0 +1,130 @@
+"""The chapters' "your turn" cells: counted, and every check passes the model answer and fails the stub.
+
+Why: a check that passes everything teaches nothing, and one that fails the
+model answer discourages. For every student cell in ``course/`` this test runs
+the committed stub (which must fail, with a message and no exception) and the
+model answer from ``demos/checks/answers/`` (which must pass), in the CUDA
+simulator on CPU and on the real GPU where there is one. It also feeds a few
+typical mistakes to the kernel checks and asserts the feedback names them.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from demos.checks import CHECKS, answer_source, passes
+
+ROOT = Path(__file__).resolve().parent.parent
+MARKER = re.compile(r"^# Your turn: (\w+)\s*$", re.MULTILINE)
+TECHNICAL_CHAPTERS = ("02", "03", "04", "06")
+
+
+def student_cells() -> list[tuple[str, str, str, str]]:
+    """(chapter, name, stub source, the next code cell's source) for every marked cell."""
+    found = []
+    for path in sorted((ROOT / "course").glob("*.ipynb")):
+        code = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+        for k, source in enumerate(code):
+            match = MARKER.match(source)
+            if match:
+                follow = code[k + 1] if k + 1 < len(code) else ""
+                found.append((path.name[:2], match.group(1), source, follow))
+    return found
+
+
+CELLS = student_cells()
+
+
+def _defined(source: str, name: str) -> object:
+    """Run a cell as the notebook would: after the setup cell, which imports np and cuda."""
+    namespace: dict[str, object] = {}
+    exec("import numpy as np\nfrom numba import cuda", namespace)  # noqa: S102
+    exec(compile(source, f"<{name}>", "exec"), namespace)  # noqa: S102 - our own notebook/answer code
+    return namespace[name]
+
+
+def test_the_course_has_enough_student_cells_and_kernels() -> None:
+    assert len(CELLS) >= 15, f"only {len(CELLS)} 'your turn' cells with checks"
+    for chapter in TECHNICAL_CHAPTERS:
+        count = sum(1 for c in CELLS if c[0] == chapter)
+        assert count >= 3, f"chapter {chapter} has {count} 'your turn' cells, needs 3"
+    kernels = 0
+    for path in (ROOT / "course").glob("*.ipynb"):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code":
+                kernels += len(re.findall(r"^@cuda\.jit", cell.source, re.MULTILINE))
+    assert kernels >= 6, f"only {kernels} @cuda.jit kernels are defined in notebook cells"
+
+
+def test_every_student_cell_is_followed_by_its_check_and_every_check_is_used() -> None:
+    for chapter, name, _, follow in CELLS:
+        assert name in CHECKS, f"chapter {chapter}: no check named {name}"
+        assert follow.startswith(f'check("{name}", {name})'), (
+            f"chapter {chapter}: the cell after 'your turn: {name}' should run check(\"{name}\", {name})"
+        )
+        assert CHECKS[name][0] == chapter, f"{name} is registered for chapter {CHECKS[name][0]}"
+    assert sorted(c[1] for c in CELLS) == sorted(CHECKS), "every check belongs to one cell"
+
+
+@pytest.mark.simulator
+@pytest.mark.parametrize("chapter, name, stub, follow", CELLS, ids=[c[1] for c in CELLS])
+def test_check_fails_the_stub_and_passes_the_model_answer(chapter, name, stub, follow, capsys) -> None:
+    assert passes(name, _defined(stub, name)) is False
+    said = capsys.readouterr().out
+    assert said.startswith(f"✗ {name}:"), said
+    assert passes(name, _defined(answer_source(name), name)) is True
+    assert capsys.readouterr().out.startswith(f"✓ {name}:")
+
+
+MISTAKES = {
+    # a kernel without a guard writes past the end
+    "add_to_kernel": ("""
+from numba import cuda
+@cuda.jit
+def add_to_kernel(source, target):
+    i = cuda.grid(1)
+    target[i] += source[i]
+""", "outside"),
+    # rows on x: right for the launch [(n, m), (1, 1)], wrong for the coalesced launch
+    "coalesced_distance_kernel": ("""
+from numba import cuda
+@cuda.jit
+def coalesced_distance_kernel(x, y, out):
+    i, j = cuda.grid(2)
+    if i < out.shape[0] and j < out.shape[1]:
+        out[i, j] = (x[i, 0] - y[j, 0]) ** 2 + (x[i, 1] - y[j, 1]) ** 2 + (x[i, 2] - y[j, 2]) ** 2
+""", "columns j on x"),
+    # the old chapter 2 model: equal lengths counted once
+    "warp_cost": ("""
+def warp_cost(lane_branch, branch_steps):
+    return sum(set(branch_steps[b] for b in lane_branch))
+""", "equal length"),
+    # float64 intermediate: the dtype is lost
+    "row_norms": ("""
+import numpy as np
+def row_norms(x):
+    return (np.asarray(x, dtype=np.float64) ** 2).sum(axis=1)
+""", "dtype"),
+    # a tiled kernel without shared memory is not the lesson
+    "tiled_distance_kernel": ("""
+from numba import cuda
+@cuda.jit
+def tiled_distance_kernel(x, y, out):
+    j, i = cuda.grid(2)
+    if i < out.shape[0] and j < out.shape[1]:
+        out[i, j] = 0.0
+""", "shared"),
+}
+
+
+@pytest.mark.simulator
+@pytest.mark.parametrize("name", sorted(MISTAKES))
+def test_typical_mistakes_get_specific_feedback(name: str, capsys) -> None:
+    source, words = MISTAKES[name]
+    assert passes(name, _defined(source, name)) is False
+    said = capsys.readouterr().out
+    assert words in said, f"feedback for {name} should mention {words!r}: {said}"
