@@ -35,6 +35,7 @@ __all__ = [
     "REFERENCE_DIR",
     "Environment",
     "load_reference",
+    "quiet_numba_advice",
     "reference_json",
     "setup",
     "show_reference_figures",
@@ -159,3 +160,16 @@ def quiet_import(name: str) -> Any:
         os.dup2(saved, 2)
         os.close(saved)
         os.close(devnull)
+
+
+def quiet_numba_advice() -> None:
+    """Hide Numba's performance advice ("Grid size ... low occupancy") for this session.
+
+    The simulator-sized launches of a chapter are small on purpose; the advice
+    would print a red warning under every cell. Errors still show.
+    """
+    import warnings
+
+    from numba.core.errors import NumbaPerformanceWarning
+
+    warnings.simplefilter("ignore", NumbaPerformanceWarning)
