@@ -66,10 +66,10 @@ QUOTED: dict[tuple[str, str], tuple[str, Callable[[], bool]]] = {
 
 def quoted_in_prose() -> list[tuple[str, str]]:
     found = []
-    for path in sorted((ROOT / "course").glob("[0-9][0-9]-*.ipynb")):
+    for path in sorted((ROOT / "course").glob("[0-9][0-9]*-*.ipynb")):
         for cell in nbformat.read(path, as_version=4).cells:
             if cell.cell_type == "markdown":
-                found += [(path.name[:2], m.group(0).strip()) for m in QUANTITY.finditer(cell.source)]
+                found += [(path.name.split("-")[0], m.group(0).strip()) for m in QUANTITY.finditer(cell.source)]
     return found
 
 
