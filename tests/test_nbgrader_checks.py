@@ -209,7 +209,7 @@ _CUPY_BEHAVIOUR = {
     "np.concatenate": (lambda xp, a: np.concatenate([a, a]), "device array"),
     "np.sin": (lambda xp, a: np.sin(a), "device array"),
     "store into a NumPy array": (lambda xp, a: np.empty(a.shape).__setitem__(slice(None), a), "TypeError"),
-    "store NumPy into it": (lambda xp, a: a.__setitem__(slice(None), np.ones(a.shape)), "NoneType"),
+    "store NumPy into it": (lambda xp, a: a.__setitem__(slice(None), np.ones(a.shape)), "ValueError"),
     "add a NumPy array": (lambda xp, a: a + np.ones(a.shape), "TypeError"),
     "add a scalar": (lambda xp, a: a + 1.0, "device array"),
     "float of a sum": (lambda xp, a: float(xp.sum(a)), "float"),
@@ -221,8 +221,8 @@ _CUPY_BEHAVIOUR = {
 def _behaviour(xp, case) -> str:
     try:
         result = case(xp, xp.asarray(np.arange(6.0).reshape(3, 2)))
-    except TypeError:
-        return "TypeError"
+    except (TypeError, ValueError) as error:
+        return type(error).__name__
     return "device array" if isinstance(result, xp.ndarray) else type(result).__name__
 
 

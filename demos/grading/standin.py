@@ -68,7 +68,12 @@ class DeviceArray:
         return _wrap(self._data[_unwrap(key)])
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        # CuPy accepts host data here (it copies it to the device).
+        # CuPy copies host data into part of an array, but a whole-array store
+        # (``a[:] = host`` or ``a[...] = host``) goes through ``fill``, which
+        # refuses a non-scalar NumPy array with ValueError (seen with CuPy 14).
+        whole = key is Ellipsis or key == slice(None)
+        if whole and isinstance(value, np.ndarray) and value.ndim > 0:
+            raise ValueError("non-scalar numpy.ndarray cannot be used for fill")
         self._data[_unwrap(key)] = value._data if isinstance(value, DeviceArray) else value
 
     def __len__(self) -> int:
