@@ -120,7 +120,7 @@ class LocalCluster:
     def __exit__(self, *exc: object) -> None:
         if self.slurmctld is not None and self.slurmctld.poll() is None:
             self.slurmctld.send_signal(18)  # SIGCONT, in case a test left it stopped
-        for job in self.squeue().split():
+        for job in self.squeue(check=False).split():
             subprocess.run(["scancel", job], env=self.env, check=False)
         for process in reversed(self.processes):
             if process.poll() is None:
@@ -162,7 +162,7 @@ class LocalCluster:
 
     def _make_users(self) -> None:
         for user in (self.laptop, self.student, self.neighbour):
-            subprocess.run(["useradd", "-M", "-d", str(user.home), "-s", "/bin/bash",
+            subprocess.run(["useradd", "-M", "-d", str(user.home), "-s", "/bin/bash", "-p", "*",
                             "-U", user.name], check=True)
             entry = pwd.getpwnam(user.name)
             user.uid, user.gid = entry.pw_uid, entry.pw_gid
@@ -181,7 +181,9 @@ class LocalCluster:
     def _open_course_files(self) -> None:
         """The test users need to run the launcher and the course's Python: let
         them through the folders above (x only), and restore the modes at the end."""
-        for target in (Path(sys.prefix), Path(__file__).resolve().parents[2]):
+        targets = (Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve(),
+                   Path(__file__).resolve().parents[2])
+        for target in targets:
             for folder in [target, *target.parents]:
                 mode = folder.stat().st_mode & 0o7777
                 if not mode & 0o001:
@@ -203,10 +205,11 @@ class LocalCluster:
         return munge.returncode == 0
 
     def _start_slurm(self) -> None:
-        for folder in ("state", "spool"):
-            (self.root / folder).mkdir()
+        (self.root / "state").mkdir()
+        (self.shared / "spool").mkdir(mode=0o755)
         values = {
             "host": self.hostname, "root": str(self.root), "partition": self.partition,
+            "spool": str(self.shared / "spool"),
             "ctld_port": _free_port(), "slurmd_port": _free_port(),
             "cpus": os.cpu_count() or 1, "first_job_id": random.randrange(10_000, 1_000_000),
         }
@@ -238,9 +241,11 @@ class LocalCluster:
         values = {"port": port, "root": str(self.root), "slurm_conf": str(self.slurm_conf)}
         sshd_config = self.root / "sshd_config"
         sshd_config.write_text(Template((HERE / "sshd_config.in").read_text()).substitute(values))
-        names = sorted({self.hostname, socket.gethostname()})
+        node_blocks = "".join(f"Host {name}\n    HostName 127.0.0.1\n    Port {port}\n"
+                              f"    HostKeyAlias {name}\n"
+                              for name in sorted({self.hostname, socket.gethostname()}))
         self.ssh_config.write_text(Template((HERE / "ssh_config.in").read_text()).substitute(
-            {"port": port, "student": self.student.name, "nodes": " ".join(names)}))
+            {"port": port, "student": self.student.name, "node_blocks": node_blocks}))
         # The laptop knows the login node's key (accepted once, long ago), not the node's.
         public = (Path(f"{host_key}.pub").read_text().split()[:2])
         (self.laptop.home / ".ssh" / "known_hosts").write_text(f"testlogin {' '.join(public)}\n")
@@ -257,10 +262,10 @@ class LocalCluster:
         self._wait("sshd", answers)
 
     # --------------------------------------------------------------- queries
-    def squeue(self) -> str:
+    def squeue(self, check: bool = True) -> str:
         """The ids of the jobs Slurm knows that are not finished, one per line."""
         result = subprocess.run(["squeue", "-h", "-o", "%i", "-t", "PD,R,CG,S,CF"],
-                                capture_output=True, text=True, env=self.env, check=False)
+                                capture_output=True, text=True, env=self.env, check=check)
         return result.stdout
 
     def hold_new_jobs(self, hold: bool) -> None:
