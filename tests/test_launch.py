@@ -321,6 +321,22 @@ def assert_ended(cluster: LocalCluster, job_id: str, port: int, scheduler: str =
     assert not list((cluster.laptop.home / ".gpu-jupyter" / "tunnels").glob(f"job-{job_id}.*"))
 
 
+def tcp_listeners(pid: int) -> list[str]:
+    """The listening TCP sockets (as /proc/net lines) that process pid holds."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        target = os.readlink(fd)
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                found.append(line)
+    return found
+
+
 def as_user(user, code: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                           env=user.env(), check=False, timeout=30, **user.popen_args())
@@ -389,9 +405,7 @@ def test_end_to_end(cluster: LocalCluster, tmp_path: Path, scheduler: str) -> No
     status = (state / f"job-{job_id}.status").read_text()
     lab_pid = re.search(r"pid=(\d+)", status).group(1)
     sock = re.search(r"sock=(\S+)", status).group(1)
-    listening = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True,
-                               check=False).stdout
-    assert f"pid={lab_pid}," not in listening
+    assert not tcp_listeners(int(lab_pid))
     probe = as_user(cluster.neighbour, "import socket, sys\n"
                     "s = socket.socket(socket.AF_UNIX)\n"
                     "try:\n    s.connect(sys.argv[1])\nexcept PermissionError:\n"
@@ -563,15 +577,22 @@ def test_two_simultaneous_starts_and_a_local_squatter(cluster: LocalCluster,
         assert port1 != port2 and port not in (port1, port2)
         assert api_status(port1, token1) == 200 and api_status(port2, token2) == 200
         assert api_status(port1, token2) in (401, 403)
+        # A killed script's tunnel closes by itself when its job ends.
+        assert launches[1].stop(signal.SIGKILL) == -signal.SIGKILL
+        assert api_status(port2, token2) == 200
+        subprocess.run(["scancel", job2], env=cluster.env, check=True)
+        wait_until(lambda: not port_open(port2), 30, "the orphaned tunnel to close")
     finally:
-        codes = [one.stop() for one in launches]
+        code = launches[0].stop()
+        launches[1].stop(signal.SIGKILL)
         stop.set()
         thread.join()
         squatter.close()
-    assert codes == [130, 130]
-    assert received == []
+    assert code == 130
+    # Not a byte (so no request, no token) reached the squatter. Bare connects
+    # without data can come from other programs on a shared machine probing ports.
+    assert b"".join(received) == b""
     assert_ended(cluster, job1, port1)
-    assert_ended(cluster, job2, port2)
 
 
 def test_rejected_submission_is_reported(cluster: LocalCluster, tmp_path: Path) -> None:

@@ -58,6 +58,17 @@ def _sbin(name: str) -> str:
     return shutil.which(name) or f"/usr/sbin/{name}"
 
 
+def _kill_processes_of(uid: int) -> None:
+    """Stop what a test user left running (tunnels, JupyterLab), by PID."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    os.kill(int(entry.name), 9)
+            except OSError:
+                pass
+
+
 @dataclass
 class User:
     """A unix user made for the test run."""
@@ -132,7 +143,7 @@ class LocalCluster:
                     process.wait()
         for user in (self.laptop, self.student, self.neighbour):
             if user.uid:
-                subprocess.run(["pkill", "-KILL", "-U", str(user.uid)], check=False)
+                _kill_processes_of(user.uid)
                 subprocess.run(["userdel", "-f", user.name], capture_output=True, check=False)
         for path, mode in reversed(self._modes):
             path.chmod(mode)
