@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "slurm"))
-from local_cluster import LocalCluster, missing_requirements  # noqa: E402
+from local_cluster import LocalCluster, missing_requirements
 
 SCRIPT = Path(__file__).resolve().parents[1] / "bin" / "gpu-jupyter"
 READY = r"JupyterLab is ready: (http://127\.0\.0\.1:(\d+)/lab\?token=(\w+))"
@@ -317,7 +317,9 @@ def job_alive(cluster: LocalCluster, scheduler: str, job_id: str) -> bool:
 def assert_ended(cluster: LocalCluster, job_id: str, port: int, scheduler: str = "slurm") -> None:
     wait_until(lambda: not job_alive(cluster, scheduler, job_id), 30, f"job {job_id} to end")
     wait_until(lambda: not port_open(port), 15, f"port {port} to close")
-    assert not list((cluster.home / ".gpu-jupyter").glob("session-*")), "session files left"
+    # The job's own exit removes its session files: give it a moment after the cancel.
+    session_files = lambda: list((cluster.home / ".gpu-jupyter").glob("session-*"))  # noqa: E731
+    wait_until(lambda: not session_files(), 15, f"no session files left, not {session_files()}")
     assert not list((cluster.laptop.home / ".gpu-jupyter" / "tunnels").glob(f"job-{job_id}.*"))
 
 
@@ -433,15 +435,15 @@ def test_closing_the_terminal_cancels_the_job(cluster: LocalCluster) -> None:
     master, slave = pty.openpty()
     os.fchown(slave, cluster.laptop.uid, cluster.laptop.gid)
 
-    def take_terminal() -> None:  # the pty becomes the controlling terminal
-        import fcntl
-        import termios
-        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
+    # A new session whose controlling terminal is the pty, then the script.
+    take_terminal = ("import fcntl, os, sys, termios\n"
+                     "fcntl.ioctl(0, termios.TIOCSCTTY, 0)\n"
+                     "os.execv(sys.argv[1], sys.argv[1:])")
     process = subprocess.Popen(
-        [str(SCRIPT), "--ssh-config", str(cluster.ssh_config), *SMALL_JOB, "--venv", sys.prefix,
-         "testlogin"], stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
-        preexec_fn=take_terminal, env=cluster.laptop.env(**FAST), **cluster.laptop.popen_args())
+        [sys.executable, "-c", take_terminal, str(SCRIPT), "--ssh-config", str(cluster.ssh_config),
+         *SMALL_JOB, "--venv", sys.prefix, "testlogin"],
+        stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+        env=cluster.laptop.env(**FAST), **cluster.laptop.popen_args())
     os.close(slave)
     output = b""
     deadline = time.monotonic() + 75
@@ -457,7 +459,7 @@ def test_closing_the_terminal_cancels_the_job(cluster: LocalCluster) -> None:
         job_id = re.search(rb"submitted job (\d+)", output).group(1).decode()
     finally:
         os.close(master)  # hang up
-    assert process.wait(timeout=60) == 129
+    assert process.wait(timeout=60) == 129, output.decode(errors="replace")
     assert_ended(cluster, job_id, port)
 
 

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
+from typing import Self
 
 HERE = Path(__file__).resolve().parent
 TOOLS = ("sbatch", "squeue", "scancel", "scontrol", "sinfo", "slurmctld", "slurmd",
@@ -116,7 +117,7 @@ class LocalCluster:
         return self.student.home
 
     # -------------------------------------------------------------- start/stop
-    def __enter__(self) -> LocalCluster:
+    def __enter__(self) -> Self:
         try:
             self._make_users()
             self._open_course_files()
