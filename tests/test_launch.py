@@ -459,7 +459,8 @@ def test_closing_the_terminal_cancels_the_job(cluster: LocalCluster) -> None:
         job_id = re.search(rb"submitted job (\d+)", output).group(1).decode()
     finally:
         os.close(master)  # hang up
-    assert process.wait(timeout=60) == 129, output.decode(errors="replace")
+    rc = process.wait(timeout=60)
+    assert rc == 129, f"exit {rc}:\n" + output.decode(errors="replace")
     assert_ended(cluster, job_id, port)
 
 
