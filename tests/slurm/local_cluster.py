@@ -2,33 +2,43 @@
 
 Starts munged (unless one already answers), slurmctld and slurmd for this host
 with the configuration in ``slurm.conf.in``, and an sshd on a free port of
-127.0.0.1 that accepts only a freshly generated key (``sshd_config.in``). The
-ssh client configuration it writes maps every host name (the login node
-``testlogin`` and the compute node, i.e. this machine's name) to that sshd.
+127.0.0.1 (``sshd_config.in``). Three unix users are created for the run and
+removed after it, so that nothing runs as root the way a student never would:
+
+- ``laptop``: runs the launch script, with its own key, ``known_hosts`` (the
+  login node only: the compute node's key is new to it) and ssh configuration;
+- ``student``: the account on the cluster (a different name than the laptop's),
+  whose login shell prints a ``Quota 95`` line like many clusters do;
+- ``neighbour``: another user of the same compute node.
+
 Every daemon is started in the foreground as our child and stopped by its PID.
 """
 
 from __future__ import annotations
 
 import os
+import pwd
 import random
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from string import Template
+from typing import Self
 
 HERE = Path(__file__).resolve().parent
 TOOLS = ("sbatch", "squeue", "scancel", "scontrol", "sinfo", "slurmctld", "slurmd",
-         "munged", "munge", "sshd", "ssh", "ssh-keygen", "runuser")
+         "munged", "munge", "sshd", "ssh", "ssh-keygen", "runuser", "useradd", "userdel")
 
 
 def missing_requirements() -> str | None:
     """Why the real-Slurm tests cannot run here, or None when they can."""
     if os.name != "posix" or os.geteuid() != 0:
-        return "needs root to start slurmctld/slurmd/munged/sshd (CI runs as root)"
+        return "needs root to start slurmctld/slurmd/munged/sshd and create users (CI runs as root)"
     missing = [tool for tool in TOOLS
                if not (shutil.which(tool) or Path("/usr/sbin", tool).exists())]
     if missing:
@@ -49,27 +59,68 @@ def _sbin(name: str) -> str:
     return shutil.which(name) or f"/usr/sbin/{name}"
 
 
+def _kill_processes_of(uid: int) -> None:
+    """Stop what a test user left running (tunnels, JupyterLab), by PID."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    os.kill(int(entry.name), 9)
+            except OSError:
+                pass
+
+
+@dataclass
+class User:
+    """A unix user made for the test run."""
+
+    name: str
+    home: Path
+    uid: int = 0
+    gid: int = 0
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """A clean login-like environment for this user."""
+        return {"HOME": str(self.home), "USER": self.name, "LOGNAME": self.name,
+                "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C.UTF-8",
+                "TMPDIR": "/tmp", **extra}
+
+    def popen_args(self) -> dict:
+        return {"user": self.uid, "group": self.gid, "extra_groups": [], "cwd": str(self.home)}
+
+
 class LocalCluster:
-    """Context manager: the running daemons, and helpers to query Slurm."""
+    """Context manager: the running daemons, the users, and helpers to query Slurm."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root
+        self.root = root  # daemon logs and state, root only
         self.hostname = socket.gethostname().split(".")[0]
         self.partition = "course"
         self.processes: list[subprocess.Popen] = []
-        # ssh's ControlPath must fit in a Unix socket name (~100 bytes).
-        self.short_tmp = Path(tempfile.mkdtemp(prefix="gj", dir="/tmp"))
-        self.slurm_conf = root / "slurm.conf"
-        self.ssh_config = root / "ssh_config"
+        self.slurmctld: subprocess.Popen | None = None
+        self._modes: list[tuple[Path, int]] = []
+        # Short (Unix socket names) and readable by the test users: their homes
+        # and the Slurm configuration live here.
+        self.shared = Path(tempfile.mkdtemp(prefix="gj", dir="/tmp"))
+        self.shared.chmod(0o755)
+        self.slurm_conf = self.shared / "slurm.conf"
         self.env = {**os.environ, "SLURM_CONF": str(self.slurm_conf)}
-        # The SSH sessions get this as their home: the launcher's files land
-        # here, not in root's real home, and its .profile puts the LSF
-        # stand-in (bsub/bjobs/bkill) on the PATH of login shells.
-        self.home = root / "home"
+        tag = self.shared.name[-4:].lower()
+        self.laptop = User(f"gjl{tag}", self.shared / "laptop")
+        self.student = User(f"gjs{tag}", self.shared / "student")
+        self.neighbour = User(f"gjn{tag}", self.shared / "neighbour")
+        self.ssh_config = self.laptop.home / "ssh_config"
+
+    @property
+    def home(self) -> Path:
+        """The student's home on the cluster: where the launcher's files land."""
+        return self.student.home
 
     # -------------------------------------------------------------- start/stop
-    def __enter__(self) -> LocalCluster:
+    def __enter__(self) -> Self:
         try:
+            self._make_users()
+            self._open_course_files()
             self._start_munge()
             self._start_slurm()
             self._start_sshd()
@@ -79,7 +130,9 @@ class LocalCluster:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for job in self.squeue().split():
+        if self.slurmctld is not None and self.slurmctld.poll() is None:
+            self.slurmctld.send_signal(18)  # SIGCONT, in case a test left it stopped
+        for job in self.squeue(check=False).split():
             subprocess.run(["scancel", job], env=self.env, check=False)
         for process in reversed(self.processes):
             if process.poll() is None:
@@ -89,10 +142,16 @@ class LocalCluster:
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()
-        shutil.rmtree(self.short_tmp, ignore_errors=True)
+        for user in (self.laptop, self.student, self.neighbour):
+            if user.uid:
+                _kill_processes_of(user.uid)
+                subprocess.run(["userdel", "-f", user.name], capture_output=True, check=False)
+        for path, mode in reversed(self._modes):
+            path.chmod(mode)
+        shutil.rmtree(self.shared, ignore_errors=True)
 
     def _spawn(self, args: list[str], log: str) -> subprocess.Popen:
-        with (self.root / log).open("w") as out:
+        with (self.root / log).open("a") as out:
             process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=self.env)
         self.processes.append(process)
         return process
@@ -113,9 +172,35 @@ class LocalCluster:
         return "\n".join(f"--- {p.name}\n{p.read_text()[-2000:]}"
                          for p in sorted(self.root.glob("*.log")))
 
-    def _munge_answers(self) -> bool:
-        munge = subprocess.run(["munge", "-n"], capture_output=True, check=False)
-        return munge.returncode == 0
+    def _make_users(self) -> None:
+        for user in (self.laptop, self.student, self.neighbour):
+            subprocess.run(["useradd", "-M", "-d", str(user.home), "-s", "/bin/bash", "-p", "*",
+                            "-U", user.name], check=True)
+            entry = pwd.getpwnam(user.name)
+            user.uid, user.gid = entry.pw_uid, entry.pw_gid
+            (user.home / ".ssh").mkdir(parents=True)
+            user.home.chmod(0o755)
+        # The student's login shell says something first, as many clusters do.
+        lsf_bin = self.student.home / "lsf-bin"
+        lsf_bin.mkdir()
+        for command in ("bsub", "bjobs", "bkill"):
+            (lsf_bin / command).symlink_to(HERE / "fake-lsf")
+        (self.student.home / ".profile").write_text(
+            f'echo "Quota 95"\nPATH="$PATH:{lsf_bin}"\nexport SLURM_CONF={self.slurm_conf}\n')
+        (self.student.home / ".bashrc").write_text(
+            f'echo "Quota 95"\nexport SLURM_CONF={self.slurm_conf}\n')
+
+    def _open_course_files(self) -> None:
+        """The test users need to run the launcher and the course's Python: let
+        them through the folders above (x only), and restore the modes at the end."""
+        targets = (Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve(),
+                   Path(__file__).resolve().parents[2])
+        for target in targets:
+            for folder in [target, *target.parents]:
+                mode = folder.stat().st_mode & 0o7777
+                if not mode & 0o001:
+                    self._modes.append((folder, mode))
+                    folder.chmod(mode | 0o001)
 
     def _start_munge(self) -> None:
         if self._munge_answers():
@@ -127,61 +212,72 @@ class LocalCluster:
                      "--force"], "munged.log")
         self._wait("munged", self._munge_answers)
 
+    def _munge_answers(self) -> bool:
+        munge = subprocess.run(["munge", "-n"], capture_output=True, check=False)
+        return munge.returncode == 0
+
     def _start_slurm(self) -> None:
-        for folder in ("state", "spool"):
-            (self.root / folder).mkdir()
+        (self.root / "state").mkdir()
+        (self.shared / "spool").mkdir(mode=0o755)
         values = {
             "host": self.hostname, "root": str(self.root), "partition": self.partition,
+            "spool": str(self.shared / "spool"),
             "ctld_port": _free_port(), "slurmd_port": _free_port(),
             "cpus": os.cpu_count() or 1, "first_job_id": random.randrange(10_000, 1_000_000),
         }
         template = Template((HERE / "slurm.conf.in").read_text())
         self.slurm_conf.write_text(template.substitute(values))
-        self._spawn([_sbin("slurmctld"), "-D", "-i", "-f", str(self.slurm_conf)],
-                    "slurmctld.log")
+        self.slurm_conf.chmod(0o644)
+        self.start_slurmctld()
         self._spawn([_sbin("slurmd"), "-D", "-f", str(self.slurm_conf)], "slurmd.log")
+        self._wait("the Slurm node to become idle", self._idle, seconds=30)
 
-        def idle() -> bool:
-            sinfo = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True,
-                                   text=True, env=self.env, check=False)
-            return sinfo.returncode == 0 and "idle" in sinfo.stdout
-        self._wait("the Slurm node to become idle", idle, seconds=30)
+    def _idle(self) -> bool:
+        sinfo = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True,
+                               text=True, env=self.env, check=False)
+        return sinfo.returncode == 0 and "idle" in sinfo.stdout
+
+    def start_slurmctld(self) -> None:
+        self.slurmctld = self._spawn([_sbin("slurmctld"), "-D", "-i", "-f", str(self.slurm_conf)],
+                                     "slurmctld.log")
 
     def _start_sshd(self) -> None:
-        key = self.root / "client_key"
+        laptop_key = self.laptop.home / ".ssh" / "id_ed25519"
         host_key = self.root / "host_key"
-        for path in (key, host_key):
+        for path in (laptop_key, host_key):
             subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)],
                            check=True)
-        authorized = self.root / "authorized_keys"
-        authorized.write_text(Path(f"{key}.pub").read_text())
-        authorized.chmod(0o600)
-        lsf_bin = self.home / "lsf-bin"
-        lsf_bin.mkdir(parents=True)
-        for command in ("bsub", "bjobs", "bkill"):
-            (lsf_bin / command).symlink_to(HERE / "fake-lsf")
-        (self.home / ".profile").write_text(f'PATH="$PATH:{lsf_bin}"\n')
+        authorized = self.student.home / ".ssh" / "authorized_keys"
+        authorized.write_text(Path(f"{laptop_key}.pub").read_text())
         port = _free_port()
-        values = {"port": port, "root": str(self.root), "slurm_conf": str(self.slurm_conf),
-                  "home": str(self.home)}
+        values = {"port": port, "root": str(self.root), "slurm_conf": str(self.slurm_conf)}
         sshd_config = self.root / "sshd_config"
         sshd_config.write_text(Template((HERE / "sshd_config.in").read_text()).substitute(values))
+        node_blocks = "".join(f"Host {name}\n    HostName 127.0.0.1\n    Port {port}\n"
+                              f"    HostKeyAlias {name}\n"
+                              for name in sorted({self.hostname, socket.gethostname()}))
         self.ssh_config.write_text(Template((HERE / "ssh_config.in").read_text()).substitute(
-            {"port": port, "key": str(key)}))
+            {"port": port, "student": self.student.name, "node_blocks": node_blocks}))
+        # The laptop knows the login node's key (accepted once, long ago), not the node's.
+        public = (Path(f"{host_key}.pub").read_text().split()[:2])
+        (self.laptop.home / ".ssh" / "known_hosts").write_text(f"testlogin {' '.join(public)}\n")
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
         self._spawn([_sbin("sshd"), "-D", "-e", "-f", str(sshd_config)], "sshd.log")
+        for user in (self.laptop, self.student, self.neighbour):
+            subprocess.run(["chown", "-R", f"{user.uid}:{user.gid}", str(user.home)], check=True)
 
         def answers() -> bool:
             probe = subprocess.run(["ssh", "-F", str(self.ssh_config), "testlogin", "true"],
-                                   capture_output=True, check=False, timeout=20)
+                                   capture_output=True, check=False, timeout=20,
+                                   env=self.laptop.env(), **self.laptop.popen_args())
             return probe.returncode == 0
         self._wait("sshd", answers)
 
     # --------------------------------------------------------------- queries
-    def squeue(self) -> str:
-        """The ids of the jobs Slurm knows, one per line."""
-        result = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True,
-                                env=self.env, check=True)
+    def squeue(self, check: bool = True) -> str:
+        """The ids of the jobs Slurm knows that are not finished, one per line."""
+        result = subprocess.run(["squeue", "-h", "-o", "%i", "-t", "PD,R,CG,S,CF"],
+                                capture_output=True, text=True, env=self.env, check=check)
         return result.stdout
 
     def hold_new_jobs(self, hold: bool) -> None:
