@@ -24,6 +24,7 @@ os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 import demos  # noqa: F401  (switches Numba to the simulator when there is no GPU)
 from demos import hardware
+from demos.numba_advice import silence_advice
 from demos.benchmarks.record import (
     REFERENCE_DIR,
     load_reference,
@@ -168,8 +169,4 @@ def quiet_numba_advice() -> None:
     The simulator-sized launches of a chapter are small on purpose; the advice
     would print a red warning under every cell. Errors still show.
     """
-    import warnings
-
-    from numba.core.errors import NumbaPerformanceWarning
-
-    warnings.simplefilter("ignore", NumbaPerformanceWarning)
+    silence_advice()

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 from numba import cuda
-from numba.core.errors import NumbaPerformanceWarning
+from demos.numba_advice import advice_classes
 
 GUARD = 32  # elements of guard band on every side of a kernel's output
 SENTINEL = -7.25e9  # a value no correct kernel writes
@@ -55,7 +55,8 @@ def launch(kernel: Any, grid: Any, block: Any, *args: Any, what: str) -> None:
         with warnings.catch_warnings():
             # the checks launch tiny grids from host arrays on purpose; Numba's advice
             # about occupancy and copies would bury the one line of feedback
-            warnings.simplefilter("ignore", NumbaPerformanceWarning)
+            for category in advice_classes():
+                warnings.simplefilter("ignore", category)
             kernel[grid, block](*args)
         cuda.synchronize()
     except NotImplementedError:

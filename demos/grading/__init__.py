@@ -17,7 +17,6 @@ answer must never print to stderr in a test cell (nbgrader scores such a cell 0)
 
 from __future__ import annotations
 
-import warnings
 from types import ModuleType
 from typing import Any
 
@@ -25,6 +24,7 @@ import numpy as np
 
 import demos  # noqa: F401  (enables the CUDA simulator when there is no GPU)
 from demos import hardware
+from demos.numba_advice import silence_advice
 from demos.grading import standin
 from demos.grading.checks import (
     SECRET_VARIABLE,
@@ -63,17 +63,9 @@ __all__ = [
 ]
 
 
-def _silence_numba_warnings() -> None:
-    # "Grid size ... low occupancy", "host array used in CUDA kernel" and the
-    # like are advice, printed to stderr; in a graded cell that costs all points.
-    try:
-        from numba.core.errors import NumbaWarning
-    except ImportError:  # pragma: no cover - Numba is a course dependency
-        return
-    warnings.filterwarnings("ignore", category=NumbaWarning)
-
-
-_silence_numba_warnings()
+# "Grid size ... low occupancy" and the like are advice printed to stderr; in a
+# graded cell that would cost all its points, on a GPU grader as well as in the simulator.
+silence_advice()
 
 
 def array_module() -> ModuleType:
