@@ -25,8 +25,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_course_sh import _free_port, _status  # noqa: E402
-from test_edition import _solve  # noqa: E402
+from test_course_sh import _free_port, _status
+from test_edition import _solve
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 SCREENSHOTS = Path(os.environ.get("COURSE_SCREENSHOT_DIR", ROOT / "browser-screenshots"))
@@ -36,9 +36,9 @@ pytestmark = [
     pytest.mark.skipif(not (ROOT / ".venv" / ".course-install-stamp").exists(), reason="runs where ./course.sh has installed .venv"),
 ]
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium comes with the 'test' extra")
-from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import WebDriverWait
 
 
 class Lab:
@@ -115,7 +115,7 @@ def _menu_labels(driver) -> list[str]:
 
 def _open_notebook(driver, lab: Lab, path: str):
     driver.get(lab.url(f"lab/tree/{path}"))
-    panel = f'.jp-NotebookPanel:not(.lm-mod-hidden)'
+    panel = '.jp-NotebookPanel:not(.lm-mod-hidden)'
     _wait(driver, 90).until(EC.presence_of_element_located((By.CSS_SELECTOR, f"{panel} .jp-Notebook .jp-Cell")))
     _wait(driver, 90).until(lambda d: "Idle" in d.find_element(By.CSS_SELECTOR, "#jp-main-statusbar").text)
     return driver.find_element(By.CSS_SELECTOR, panel)
@@ -193,7 +193,7 @@ def test_student_mode_index_chapter_and_validate(browser, student_lab):
         # JupyterLab shows an exception as a stderr output holding its traceback
         stderr = [o.text for o in panel.find_elements(
             By.CSS_SELECTOR, '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
-        errors = [t for t in stderr if "Traceback" in t or re.search(r"^\w+Error\b", t, re.M)]
+        errors = [t for t in stderr if "Traceback" in t or re.search(r"^\w+Error\b", t, re.MULTILINE)]
         assert not errors, errors[0][-2000:]
         assert len(panel.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output")) >= n_code // 2  # it printed
     exercise = "exercises/simt/simt.ipynb"

@@ -100,7 +100,7 @@ def student_tests() -> list[Path]:
 def readme_section(name: str) -> str:
     """One ``<!-- section:NAME -->`` block of the instructor README, markers removed."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    match = re.search(rf"<!-- section:{name} -->\n(.*?)<!-- /section:{name} -->", text, re.S)
+    match = re.search(rf"<!-- section:{name} -->\n(.*?)<!-- /section:{name} -->", text, re.DOTALL)
     return match.group(1).strip() + "\n" if match else ""
 
 
