@@ -47,10 +47,14 @@ def test_process_pool_refuses_more_workers_than_gpus():
         ("MIG-aaa, MIG-bbb", ["MIG-aaa", "MIG-bbb"]),  # MIG slices by UUID
     ],
 )
-def test_worker_i_gets_the_ith_inherited_device(inherited, expected):
+def test_worker_i_gets_the_ith_inherited_device(monkeypatch, inherited, expected):
     from demos.multigpu.process_pool import worker_devices
 
-    assert worker_devices(2, n_gpus=2, inherited=inherited) == expected
+    if inherited is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", inherited)
+    assert worker_devices(2, n_gpus=2) == expected
 
 
 def test_workers_are_pinned_to_the_schedulers_gpus(monkeypatch):
