@@ -95,7 +95,7 @@ ensure_installed() {
         || die "Python 3.11 or newer is needed (found: $("$python_bin" --version 2>&1)). Set PYTHON=/path/to/python3.12 and try again."
     extras=$(choose_extras "$target")
     if [[ -n "$dry_run" ]]; then
-        echo "would install into $venv for $target: -e $repo[$extras] -c requirements/constraints.txt"
+        echo "would install into $venv for $target: -e ${repo}[$extras] -c requirements/constraints.txt"
         [[ -z "$(tensorflow_missing_reason)" || -n "${COURSE_EXTRAS:-}" ]] \
             || say "$(tensorflow_missing_reason): without TensorFlow, chapter 5 and the 'cnn' exercise cannot run."
         return 0
@@ -125,7 +125,7 @@ ensure_installed() {
     # Byte-compile at install time: some machines set PYTHONDONTWRITEBYTECODE,
     # and without compiled files every import of TensorFlow is slow.
     UV_COMPILE_BYTECODE=1 "$uv" pip install --quiet --python "$venv/bin/python" \
-        -c "$repo/requirements/constraints.txt" -e "$repo[$extras]" \
+        -c "$repo/requirements/constraints.txt" -e "${repo}[$extras]" \
         || die "installing the dependencies failed (see the messages above)"
     echo "$want" > "$stamp"
 }
@@ -140,6 +140,7 @@ start_lab() {
     export JUPYTER_CONFIG_PATH="$repo/jupyter/$mode:$repo/jupyter/common${JUPYTER_CONFIG_PATH:+:$JUPYTER_CONFIG_PATH}"
     # JupyterLab's defaults are kept on purpose: it listens on localhost
     # only and requires the random token it prints.
+    # (the ${a[@]+...} form below: bash 3.2, macOS's, calls an empty array unbound under set -u)
     local root_flag=()
     if [[ $(id -u) -eq 0 ]]; then
         # Common in containers; JupyterLab refuses root unless told. The token still applies.
@@ -148,7 +149,7 @@ start_lab() {
     fi
     cd "$repo"
     exec "$venv/bin/jupyter" lab --ServerApp.root_dir="$repo" \
-        --LabApp.default_url="/lab/tree/course/README.md" "${root_flag[@]}" "$@"
+        --LabApp.default_url="/lab/tree/course/README.md" ${root_flag[@]+"${root_flag[@]}"} "$@"
 }
 
 require_instructor_repo() {
