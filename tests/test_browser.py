@@ -51,6 +51,10 @@ class Lab:
                "JUPYTERLAB_SETTINGS_DIR": str(tmp / f"settings-{mode}"),
                "JUPYTERLAB_WORKSPACES_DIR": str(tmp / f"workspaces-{mode}"),
                "JUPYTER_CONFIG_DIR": str(tmp / f"config-{mode}"), "NUMBA_ENABLE_CUDASIM": "1"}
+        # Every cell in the page (no windowing), so the test sees every prompt and output.
+        tracker = tmp / f"settings-{mode}" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+        tracker.parent.mkdir(parents=True, exist_ok=True)
+        tracker.write_text('{"windowingMode": "none"}')
         with open(self.log, "w") as out:
             self.proc = subprocess.Popen(
                 [str(folder / "course.sh"), mode, "--no-browser", f"--ServerApp.port={self.port}"],
