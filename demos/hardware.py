@@ -179,6 +179,45 @@ def cupy_available() -> bool:
     return cupy_status()[0]
 
 
+@functools.lru_cache(maxsize=1)
+def numba_cuda_status() -> tuple[bool, str]:
+    """(usable, explanation) for numba-cuda on a real GPU (the simulator does not count)."""
+    if simulator_enabled():
+        return False, "numba-cuda runs kernels in the CUDA simulator (NUMBA_ENABLE_CUDASIM is set)"
+    try:
+        from numba import cuda
+    except ImportError:
+        return False, "numba-cuda is not installed"
+    except Exception as exc:  # a broken CUDA toolkit raises many kinds of errors here
+        return False, f"numba-cuda failed to import: {exc}"
+    try:
+        if cuda.is_available():
+            return True, f"numba-cuda {_version('numba-cuda')} can use the GPU"
+        return False, f"numba-cuda {_version('numba-cuda')} cannot use the GPU (no CUDA runtime or driver)"
+    except Exception as exc:
+        return False, f"numba-cuda cannot use the GPU: {exc}"
+
+
+def gpu_warnings(info: dict[str, Any]) -> list[str]:
+    """What is wrong when a GPU is visible but the course's GPU libraries cannot use it.
+
+    The usual cause is an install made for the CPU (e.g. on a login node without a
+    GPU) or CUDA libraries newer than the driver; the warning names the fix.
+    """
+    if not info["gpus"]:
+        return []
+    fix = (
+        "install the CUDA builds with `./course.sh install --gpu` and check that the "
+        f"driver (CUDA {info['cuda_driver']}) is at least the CUDA version of the wheels (12.x)"
+    )
+    warnings = []
+    if not info.get("cupy_usable"):
+        warnings.append(f"a GPU is visible but CuPy cannot use it ({info['cupy']}): {fix}")
+    if not info.get("numba_cuda_usable") and not info["simulator"]:
+        warnings.append(f"a GPU is visible but numba-cuda cannot use it ({info['numba_cuda']}): {fix}")
+    return warnings
+
+
 def require_gpu(what: str) -> None:
     """Raise :class:`GPUUnavailableError` naming *what* needed the GPU, if there is none."""
     if not has_gpu():
@@ -238,8 +277,11 @@ def report(include_tensorflow: bool = False) -> dict[str, Any]:
         "no_gpu_reason": no_gpu_reason(),
         "simulator": simulator_enabled(),
         "cupy": cupy_status()[1],
+        "cupy_usable": cupy_status()[0],
         "packages": package_versions(),
     }
+    if info["gpus"]:  # importing numba-cuda costs a second: only where there is a GPU to test
+        info["numba_cuda_usable"], info["numba_cuda"] = numba_cuda_status()
     if include_tensorflow:
         info["tensorflow"] = tensorflow_status()
     return info
@@ -262,8 +304,9 @@ def format_report(info: dict[str, Any]) -> str:
         f"Python      {info['python']} on {info['platform']}",
         f"CPU         {info['processor']} ({info['cpu_count']} logical cores)",
     ]
+    if info["cuda_driver"]:
+        lines.append(f"CUDA driver supports CUDA {info['cuda_driver']} (the newest CUDA its GPUs can run)")
     if info["gpus"]:
-        lines.append(f"CUDA driver supports CUDA {info['cuda_driver']}")
         for g in info["gpus"]:
             cc = ".".join(map(str, g["compute_capability"]))
             lines.append(
@@ -275,10 +318,13 @@ def format_report(info: dict[str, Any]) -> str:
     sim = "ON (kernels run on the CPU, one Python thread per CUDA thread)" if info["simulator"] else "off"
     lines.append(f"Numba CUDA simulator {sim}")
     lines.append(f"CuPy        {info['cupy']}")
+    if "numba_cuda" in info:
+        lines.append(f"numba-cuda  {info['numba_cuda']}")
     if "tensorflow" in info:
         lines.append(f"TensorFlow  {info['tensorflow']}")
     versions = ", ".join(f"{k} {v}" for k, v in info["packages"].items() if v)
     lines.append(f"Packages    {versions}")
+    lines += [f"WARNING     {w}" for w in gpu_warnings(info)]
     return "\n".join(lines)
 
 
@@ -293,6 +339,7 @@ def main(args: argparse.Namespace) -> int:
     """``python -m demos info``."""
     info = report(include_tensorflow=not args.no_tensorflow)
     if args.json:
+        info["warnings"] = gpu_warnings(info)
         import json
 
         print(json.dumps(info, indent=2))

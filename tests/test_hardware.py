@@ -49,3 +49,20 @@ def test_gpu_properties_are_real():
         assert g.compute_capability[0] >= 3
         assert g.multiprocessors > 0
     assert hardware.cupy_available()
+
+
+def test_info_warns_when_a_gpu_is_visible_but_unusable():
+    """A CPU-only install on a GPU node (e.g. made on the login node) is named, with its fix."""
+    gpu = {"index": 0, "name": "NVIDIA H200", "total_memory_bytes": 150 * 2**30,
+           "compute_capability": (9, 0), "multiprocessors": 132}
+    info = {**hardware.report(), "gpus": [gpu], "cuda_driver": "12.2", "simulator": False,
+            "cupy_usable": False, "cupy": "CuPy is not installed",
+            "numba_cuda_usable": False, "numba_cuda": "numba-cuda cannot use the GPU"}
+    text = hardware.format_report(info)
+    warnings = [line for line in text.splitlines() if line.startswith("WARNING")]
+    assert len(warnings) == 2 and all("./course.sh install --gpu" in w for w in warnings)
+    assert "CuPy" in warnings[0] and "numba-cuda" in warnings[1] and "CUDA 12.2" in text
+    usable = {**info, "cupy_usable": True, "numba_cuda_usable": True}
+    assert hardware.gpu_warnings(usable) == []
+    if not hardware.has_gpu():  # nothing to warn about on a machine without a GPU
+        assert hardware.gpu_warnings(hardware.report()) == []

@@ -13,21 +13,80 @@ from demos.multigpu import device_threads, lorenz, pipeline, tiles
 from demos.multigpu.workload import reference
 
 
+def _workers_for_this_machine() -> int:
+    """One worker per GPU (1 on a one-GPU machine), two CPU workers without GPUs."""
+    from demos import hardware
+
+    return hardware.gpu_count() or 2
+
+
 def test_process_pool_one_device_per_worker():
     from demos.multigpu.process_pool import run_per_device
 
-    total, reports = run_per_device(200_000, n_workers=2)
+    n_workers = _workers_for_this_machine()
+    total, reports = run_per_device(200_000, n_workers=n_workers)
     assert total == pytest.approx(reference(200_000), rel=1e-12)
-    assert len({r["pid"] for r in reports}) == 2  # really two processes
+    assert len({r["pid"] for r in reports}) == n_workers  # really one process per worker
+
+
+def test_process_pool_refuses_more_workers_than_gpus():
+    from demos.multigpu.process_pool import worker_devices
+
+    with pytest.raises(ValueError, match="2 workers but only 1 GPU"):
+        worker_devices(2, n_gpus=1, inherited="0")
+    with pytest.raises(ValueError, match="at least 1"):
+        worker_devices(0, n_gpus=0)
+    assert worker_devices(2, n_gpus=0) == [None, None]  # no GPU: CPU workers, nothing pinned
+
+
+@pytest.mark.parametrize(
+    "inherited, expected",
+    [
+        (None, ["0", "1"]),  # no scheduler: all GPUs, by index
+        ("2,3", ["2", "3"]),  # Slurm gave this job GPUs 2 and 3
+        ("MIG-aaa, MIG-bbb", ["MIG-aaa", "MIG-bbb"]),  # MIG slices by UUID
+    ],
+)
+def test_worker_i_gets_the_ith_inherited_device(monkeypatch, inherited, expected):
+    from demos.multigpu.process_pool import worker_devices
+
+    if inherited is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", inherited)
+    assert worker_devices(2, n_gpus=2) == expected
+
+
+def test_workers_are_pinned_to_the_schedulers_gpus(monkeypatch):
+    """End to end: each spawned worker really runs with its own entry of the job's list."""
+    from demos import hardware
+    from demos.multigpu import process_pool
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7,GPU-5e1f")  # no such GPUs here: workers use NumPy
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 2)
+    total, reports = process_pool.run_per_device(10_000)
+    assert [r["visible"] for r in reports] == ["7", "GPU-5e1f"]
+    assert total == pytest.approx(reference(10_000), rel=1e-12)
 
 
 def test_dask_cluster_runs_the_same_function():
     pytest.importorskip("dask.distributed")
     from demos.multigpu.dask_workers import run_on_cluster
 
-    total, reports, kind = run_on_cluster(100_000, n_workers=2)
+    n_workers = _workers_for_this_machine()
+    total, reports, kind = run_on_cluster(100_000, n_workers=n_workers)
     assert total == pytest.approx(reference(100_000), rel=1e-12)
-    assert len(reports) == 2 and "Cluster" in kind
+    assert len(reports) == n_workers and "Cluster" in kind
+
+
+def test_dask_cluster_refuses_more_workers_than_gpus(monkeypatch):
+    pytest.importorskip("dask.distributed")
+    from demos import hardware
+    from demos.multigpu.dask_workers import make_cluster
+
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 1)
+    with pytest.raises(ValueError, match="one GPU per process"):
+        make_cluster(2)
 
 
 def test_mpi_sum_with_two_ranks():
@@ -39,7 +98,7 @@ def test_mpi_sum_with_two_ranks():
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}  # Open MPI in containers
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "OK" in proc.stdout and "rank 1/2" in proc.stdout
+    assert "OK" in proc.stdout and "rank 1/2 (node-local 1)" in proc.stdout
 
 
 def test_threaded_add_matches_numpy(rng):

@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # PyPI name -> conda-forge name, where they differ.
 CONDA_NAME = {"cupy-cuda12x": "cupy", "line-profiler": "line_profiler"}
 # Extras that are alternative builds of a package already listed (same conda package).
-ALTERNATIVE_EXTRAS = {"cuda", "tf-cpu"}
+ALTERNATIVE_EXTRAS = {"cuda", "tf-cpu", "tf-gpu"}
 
 
 def _split(requirement: str) -> tuple[str, str]:
