@@ -169,6 +169,8 @@ def test_slurm_job_script_and_cpu_only_job() -> None:
                    "--MappingKernelManager.cull_idle_timeout=1800",
                    "--TerminalManager.cull_inactive_timeout=1800"):
         assert option in out
+    # In a copy of the course, JupyterLab starts in student mode (the shipped settings).
+    assert 'JUPYTER_CONFIG_PATH="$PWD/jupyter/student:$PWD/jupyter/common' in out
 
 
 def test_slurm_scheduler_options() -> None:
