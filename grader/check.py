@@ -40,6 +40,10 @@ _CALLS = {"exec", "eval", "compile", "__import__", "globals", "setattr", "breakp
 _PROCESS_MODULES = {"subprocess", "signal", "ctypes", "multiprocessing", "pty", "socket"}
 
 
+def _allowed_demos(name: str) -> bool:
+    return name in ALLOWED_DEMOS or name.startswith("demos.grading.")
+
+
 def _words(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", text.lower())
 
@@ -79,15 +83,16 @@ def scan_code(source: str) -> list[str]:
     if tree is not None:
         for node in ast.walk(tree):
             if isinstance(node, ast.Import | ast.ImportFrom):
-                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                         else [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names])
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif node.module == "demos":
+                    names = [f"demos.{a.name}" for a in node.names]
+                else:
+                    names = [node.module or ""]
                 for name in names:
                     top = name.split(".")[0]
-                    if top == "demos" and name not in ALLOWED_DEMOS and not (
-                            isinstance(node, ast.ImportFrom) and name == "demos.grading"):
-                        if not (isinstance(node, ast.ImportFrom) and name == node.module
-                                and node.module == "demos"):
-                            reasons.append(f"imports {name} from the course package")
+                    if top == "demos" and not _allowed_demos(name):
+                        reasons.append(f"imports {name} from the course package")
                     if top in _PROCESS_MODULES or top in ("importlib", "builtins"):
                         reasons.append(f"imports {top}")
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
