@@ -55,7 +55,14 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--output", type=Path, default=Path("grader/results"))
 
     sub.add_parser("sandbox", help="say what the grading sandbox can isolate on this machine")
+    task = sub.add_parser("task", help=argparse.SUPPRESS)  # one Slurm array task
+    task.add_argument("batch_file", type=Path)
+    task.add_argument("index", type=int)
     args = parser.parse_args(argv)
+    if args.command == "task":
+        from grader.slurm import task as run_task
+        run_task(args.batch_file, args.index)
+        return 0
     course = args.course.resolve()
     if not (course / "nbgrader_config.py").is_file():
         parser.error(f"{course} has no nbgrader_config.py: run from the course folder or use --course")

@@ -142,8 +142,9 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     watched = [root / "nbgrader_config.py", root / "solutions", root / "exercises",
                root / "submitted", REPO / "demos", REPO / "nbgrader_config.py"]
     before = _hash_tree(*watched)
-    git_before = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True,
-                                text=True).stdout
+    git_status = ["git", "status", "--porcelain", "--", "demos", "nbgrader_config.py",
+                  "solutions", "exercises", "course", "pyproject.toml"]
+    git_before = subprocess.run(git_status, cwd=REPO, capture_output=True, text=True).stdout
     proc = subprocess.run(
         [sys.executable, "-m", "grader", "--course", str(root), "autograde", ASSIGNMENT,
          "--workers", "2", "--wall", "25", "--memory", "2G"],
@@ -153,8 +154,8 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
         "root": root, "proc": proc, "summary": {o["student"]: o for o in summary},
         "changed": {k for k, v in _hash_tree(*watched).items() if before.get(k) != v}
         | (set(before) - set(_hash_tree(*watched))),
-        "git": (git_before, subprocess.run(["git", "status", "--porcelain"], cwd=REPO,
-                                           capture_output=True, text=True).stdout),
+        "git": (git_before, subprocess.run(git_status, cwd=REPO, capture_output=True,
+                                           text=True).stdout),
         "leftover": _sandbox_processes(),
     }
 
