@@ -195,7 +195,7 @@ def grade_student(batch: Batch, student: str, template: Path, uid: int | None) -
             elif result:
                 outcome.flags.append("nbgrader: " + (result["error"] or result["log"])
                                      .strip().splitlines()[-1][:200])
-    except Exception as error:  # one student's problem must not stop the class
+    except Exception as error:  # noqa: BLE001  (one student's problem must not stop the class)
         outcome.status = "failed"
         outcome.flags.append(f"{type(error).__name__}: {error}")
     outcome.seconds = round(time.monotonic() - started, 1)
@@ -274,7 +274,7 @@ def run(batch: Batch, students: list[str], progress: bool = True) -> list[Outcom
             if outcome.status == "graded":
                 try:
                     merge(batch, outcome)
-                except Exception as error:
+                except Exception as error:  # noqa: BLE001  (reported, batch goes on)
                     outcome.status = "failed"
                     outcome.flags.append(f"merge: {type(error).__name__}: {error}")
             outcomes[outcome.student] = outcome

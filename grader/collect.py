@@ -150,7 +150,7 @@ def collect_all(course: Path, assignment: str, inputs: list[Path]) -> Report:
             try:
                 import nbformat
                 nbformat.reads(content.decode("utf-8"), as_version=4)
-            except Exception:
+            except Exception:  # noqa: BLE001  (any failure means unreadable)
                 report.refused.append(f"{inner} ({origin}): not a readable notebook")
                 continue
             # Filed under the notebook's own name; 'python -m grader check' flags a renamed one.

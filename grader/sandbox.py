@@ -77,7 +77,7 @@ class Policy:
 
 def _works(args: list[str]) -> bool:
     try:
-        return subprocess.run(args, capture_output=True, timeout=20).returncode == 0
+        return subprocess.run(args, capture_output=True, timeout=20, check=False).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
 

@@ -17,10 +17,16 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from test_nbgrader_grading import (
+    REPO,
+    assert_all_succeeded,
+    make_course,
+    nbgrader_env,
+    run_nbgrader,
+    scores,
+)
 
 from grader import sandbox
-from test_nbgrader_grading import REPO, assert_all_succeeded, make_course, nbgrader_env, \
-    run_nbgrader, scores
 
 pytestmark = pytest.mark.slow
 ASSIGNMENT = "simt"
@@ -144,18 +150,19 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     before = _hash_tree(*watched)
     git_status = ["git", "status", "--porcelain", "--", "demos", "nbgrader_config.py",
                   "solutions", "exercises", "course", "pyproject.toml"]
-    git_before = subprocess.run(git_status, cwd=REPO, capture_output=True, text=True).stdout
+    git_before = subprocess.run(git_status, cwd=REPO, capture_output=True, text=True,
+                                check=False).stdout
     proc = subprocess.run(
         [sys.executable, "-m", "grader", "--course", str(root), "autograde", ASSIGNMENT,
          "--workers", "2", "--wall", "25", "--memory", "2G"],
-        cwd=root, env=nbgrader_env(), capture_output=True, text=True, timeout=600)
+        cwd=root, env=nbgrader_env(), capture_output=True, text=True, timeout=600, check=False)
     summary = json.loads((root / "grading" / ASSIGNMENT / "summary.json").read_text())
     return {
         "root": root, "proc": proc, "summary": {o["student"]: o for o in summary},
         "changed": {k for k, v in _hash_tree(*watched).items() if before.get(k) != v}
         | (set(before) - set(_hash_tree(*watched))),
         "git": (git_before, subprocess.run(git_status, cwd=REPO, capture_output=True,
-                                           text=True).stdout),
+                                           text=True, check=False).stdout),
         "leftover": _sandbox_processes(),
     }
 
