@@ -142,3 +142,50 @@ def test_sandbox_command_hides_the_course_and_drops_the_user(tmp_path: Path) -> 
     assert command.index("--reuid=61003") > command.index("--")  # dropped inside the box
     assert sandbox.detect_level() in sandbox.LEVEL_MEANING
     assert "CANNOT" in sandbox.LEVEL_MEANING["uid"]
+
+
+def _gradebook(path: Path) -> Path:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{path}") as gb:
+        for assignment, ids in (("simt", ["a1", "a2"]), ("cnn", ["b1"])):
+            gb.add_assignment(assignment)
+            gb.add_notebook(assignment, assignment)
+            for grade_id in ids:
+                gb.add_grade_cell(grade_id, assignment, assignment, max_score=1,
+                                  cell_type="code")
+    return path
+
+
+def _notebook(folder: Path, name: str, ids: list[str], code: str = "x = 1") -> Path:
+    cells = [nbformat.v4.new_code_cell(code, metadata={"nbgrader": {
+        "grade_id": grade_id, "grade": True, "solution": True, "points": 1}}) for grade_id in ids]
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), folder / name)
+    return folder / name
+
+
+def test_check_submission_flags_and_repairs(tmp_path: Path) -> None:
+    from grader.check import check_submission
+
+    db = _gradebook(tmp_path / "gradebook.db")
+    wrong = tmp_path / "wrong"
+    _notebook(wrong, "simt.ipynb", ["b1"])
+    assert any("looks like assignment cnn" in f for f in check_submission(wrong, "simt", db))
+
+    partial = tmp_path / "partial"
+    _notebook(partial, "simt.ipynb", ["a1"], code="from demos.simt import blocks_for")
+    flags = check_submission(partial, "simt", db)
+    assert "missing grade ids ['a2']" in flags
+    assert any("demos.simt" in f for f in flags)
+
+    split = tmp_path / "split"
+    path = _notebook(split, "simt-1.ipynb", ["a1", "a1", "a2"])
+    flags = check_submission(split, "simt", db, repair=True)
+    assert any("renamed notebook simt-1.ipynb" in f for f in flags)
+    assert any("duplicated grade ids ['a1']" in f for f in flags)
+    repaired = nbformat.read(split / "simt.ipynb", as_version=4)
+    assert [c.metadata.get("nbgrader", {}).get("grade_id") for c in repaired.cells] == \
+        ["a1", None, "a2"]
+    assert not path.exists()
+    assert check_submission(tmp_path / "nothing", "simt", db) == ["missing notebook simt.ipynb"]
