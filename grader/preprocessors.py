@@ -23,6 +23,7 @@ transformer) gets full marks. :class:`GuardedExecute` replaces nbgrader's
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import hmac
 import json
@@ -59,6 +60,28 @@ _PROBE = (
 def is_autograder_test(cell: NotebookNode) -> bool:
     """A code cell nbgrader scores from its outputs (a test cell, not a solution)."""
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
+
+
+def with_token(source: str, token: str) -> str:
+    """*source* with a last line that prints *token*, keeping the cell's displayed value.
+
+    nbgrader reads partial credit from a test cell's value (its last
+    expression), so when the cell ends in an expression, that value is kept and
+    shown again after the token is printed.
+    """
+    printing = f"print({token!r})"
+    lines = source.rstrip("\n").splitlines()
+    try:
+        last = ast.parse(source).body[-1]
+    except (SyntaxError, IndexError):  # IPython magics, or an empty cell
+        return "\n".join([*lines, printing])
+    ends_alone = last.end_lineno == len(lines) and lines[-1].rstrip() != "" and \
+        not lines[-1].rstrip().endswith(";")
+    if isinstance(last, ast.Expr) and last.col_offset == 0 and ends_alone:
+        expression = "\n".join(lines[last.lineno - 1:])
+        return "\n".join([*lines[:last.lineno - 1], f"_grader_value = (\n{expression}\n)",
+                          printing, "_grader_value"])
+    return "\n".join([*lines, printing])
 
 
 def stderr_to_stdout(cell: NotebookNode) -> None:
@@ -110,7 +133,7 @@ class GuardedExecute(Execute):
                 token = "grader-" + digest.hexdigest()[:40]
                 self._tokens[index] = token
                 originals[index] = cell.source
-                cell.source = cell.source.rstrip("\n") + f"\nprint({token!r})"
+                cell.source = with_token(cell.source, token)
         try:
             nb, resources = super().preprocess(nb, resources)
         finally:
