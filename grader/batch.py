@@ -29,7 +29,10 @@ from grader.check import check_submission
 
 #: Runs in the student's course copy: nbgrader's API with the copy's config.
 _WORKER = r"""
-import json, os, sys
+import ctypes, json, os, signal, sys
+ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: end with the grading command
+if os.getppid() == 1:
+    sys.exit("the grading command has ended")
 from traitlets.config.loader import PyFileConfigLoader
 from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
