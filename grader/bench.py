@@ -75,7 +75,9 @@ def hardware() -> dict:
     return {"host": platform.node(), "cpu": model, "cores": os.cpu_count(),
             "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30),
             "gpus": gpus or "none", "python": platform.python_version(),
-            "nbgrader": nbgrader.__version__, "sandbox": sandbox.detect_level()}
+            "nbgrader": nbgrader.__version__, "sandbox": sandbox.detect_level(),
+            # other work on the machine slows every number down
+            "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}
 
 
 def _nbgrader(course: Path, *args: str) -> float:
@@ -147,7 +149,7 @@ def bench(course: Path, assignments: list[str], students: int, workers: int,
     result["total_wall_seconds"] = round(
         sum(a["wall_seconds"] for a in result["assignments"].values()), 1)
     output.mkdir(parents=True, exist_ok=True)
-    path = output / f"grading-bench-{students}x{len(assignments)}-{workers}w-" \
-                    f"{result['hardware']['cores']}cores.json"
+    path = output / (f"grading-bench-{'-'.join(assignments)}-{students}students-{workers}w-"
+                     f"{result['hardware']['cores']}cores.json")
     path.write_text(json.dumps(result, indent=1) + "\n")
     return path

@@ -29,6 +29,7 @@ processes and file size.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -114,6 +115,9 @@ def _bwrap_arguments(policy: Policy, workdir: str) -> list[str]:
     args = ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev",
             "--proc", "/proc"]
+    # GPU device files, so that a GPU grader grades on the GPU as the students ran it.
+    for device in sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri")):
+        args += ["--dev-bind", device, device]
     hidden: list[str] = []
     for path in sorted(set(policy.hide), key=len):
         if os.path.isdir(path) and not any(path.startswith(h + "/") for h in hidden):

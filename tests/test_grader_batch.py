@@ -22,6 +22,7 @@ from test_nbgrader_grading import (
     assert_all_succeeded,
     make_course,
     nbgrader_env,
+    page_text,
     run_nbgrader,
     scores,
 )
@@ -157,13 +158,14 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
          "--workers", "2", "--wall", "20", "--memory", "2G"],
         cwd=root, env=nbgrader_env(), capture_output=True, text=True, timeout=600, check=False)
     summary = json.loads((root / "grading" / ASSIGNMENT / "summary.json").read_text())
+    feedback = run_nbgrader(root, [["generate_feedback", ASSIGNMENT]])
     return {
         "root": root, "proc": proc, "summary": {o["student"]: o for o in summary},
         "changed": {k for k, v in _hash_tree(*watched).items() if before.get(k) != v}
         | (set(before) - set(_hash_tree(*watched))),
         "git": (git_before, subprocess.run(git_status, cwd=REPO, capture_output=True,
                                            text=True, check=False).stdout),
-        "leftover": _sandbox_processes(),
+        "leftover": _sandbox_processes(), "feedback": feedback,
     }
 
 
@@ -230,3 +232,13 @@ def test_gradebook_has_every_graded_student_once(graded) -> None:
     found = {s for (a, s) in scores(graded["root"]) if a == ASSIGNMENT}
     assert found == {"alice", "bob", "carol", "mallory", "trudy"}
     assert os.stat(graded["root"] / "gradebook.db").st_mode & 0o077 == 0
+
+
+def test_feedback_is_made_from_the_merged_grades_without_the_token(graded) -> None:
+    assert_all_succeeded(graded["feedback"])
+    for student in ("alice", "bob", "carol", "mallory", "trudy"):
+        page = graded["root"] / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html"
+        text = page_text(page)
+        assert "grader-" not in text.replace("grader-sandbox", ""), student
+    assert "GradingIntegrityError" in page_text(
+        graded["root"] / "feedback" / "trudy" / ASSIGNMENT / f"{ASSIGNMENT}.html")
