@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -207,9 +208,23 @@ def grade_student(batch: Batch, student: str, template: Path, uid: int | None) -
 
 def merge(batch: Batch, outcome: Outcome) -> None:
     """Copy one graded student's scores and autograded folder into the course."""
-    from nbgrader.api import Gradebook
+    from sqlalchemy.exc import SAWarning
 
     root = batch.work / outcome.student
+    # nbgrader's own update_or_create_submission warns about its session (harmless).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SAWarning)
+        _merge_scores(batch, outcome, root)
+    graded = root / "autograded" / outcome.student / batch.assignment
+    target = batch.course / "autograded" / outcome.student / batch.assignment
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(graded, target)
+
+
+def _merge_scores(batch: Batch, outcome: Outcome, root: Path) -> None:
+    from nbgrader.api import Gradebook
+
     course_id = _course_id(batch.course)
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}", course_id) as src, \
             Gradebook(f"sqlite:///{batch.course / 'gradebook.db'}", course_id) as dst:
@@ -236,11 +251,6 @@ def merge(batch: Batch, outcome: Outcome) -> None:
         outcome.score, outcome.max_score = merged.score, merged.max_score
         if merged.needs_manual_grade:
             outcome.flags.append("needs manual grading")
-    graded = root / "autograded" / outcome.student / batch.assignment
-    target = batch.course / "autograded" / outcome.student / batch.assignment
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(graded, target)
 
 
 def _course_id(course: Path) -> str:

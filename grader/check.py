@@ -214,5 +214,8 @@ def _check_notebook(nb: nbformat.NotebookNode, name: str, expected: set[str],
 def check_course(course: Path, assignment: str, students: list[str]) -> dict[str, list[str]]:
     """Flags for every student's submission (read-only: nothing is repaired)."""
     db = course / "gradebook.db"
+    if not db.is_file():
+        raise SystemExit(f"no gradebook in {course}: run 'nbgrader generate_assignment "
+                         f"{assignment}' first")
     return {s: check_submission(course / "submitted" / s / assignment, assignment, db)
             for s in students}
