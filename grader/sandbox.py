@@ -188,5 +188,7 @@ def install_kernelspec(folder: Path, policy_file: Path) -> str:
     spec.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "grader.sandbox_kernel", str(policy_file), "{connection_file}"]
     (spec / "kernel.json").write_text(json.dumps(
-        {"argv": argv, "display_name": "Python (grading sandbox)", "language": "python"}))
+        {"argv": argv, "display_name": "Python (grading sandbox)", "language": "python",
+         # signals do not reach into the sandbox: interrupt through a message
+         "interrupt_mode": "message"}))
     return "grader-sandbox"
