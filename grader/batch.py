@@ -109,6 +109,12 @@ def prepare(batch: Batch) -> Path:
     """The run's shared pieces: a template gradebook, the kernelspec folder."""
     batch.work.mkdir(parents=True, exist_ok=True)
     _traversable(batch.work)
+    if batch.level == "uid":  # no private mounts: the sandbox user walks the real path
+        blocked = sandbox.unreachable(batch.work, sandbox.BASE_UID)
+        if blocked:
+            raise SystemExit(f"the sandbox user cannot pass through {blocked}: use --work with "
+                             "a folder others may pass through (e.g. under /var/tmp) or "
+                             f"chmod o+x {blocked}")
     main_db = batch.course / "gradebook.db"
     if not main_db.is_file():
         raise SystemExit(f"no gradebook in {batch.course}: run 'nbgrader generate_assignment "

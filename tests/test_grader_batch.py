@@ -11,8 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -38,9 +40,9 @@ import os, signal, sqlite3, subprocess, sys
 from pathlib import Path
 import demos
 here = Path.cwd()
-# here.parents[2]: this student's course copy; here.parents[5]: the real course
+# here.parents[2]: this student's course copy; COURSE: the real course
 targets = [Path(demos.__file__), Path(demos.__file__).parents[1] / "nbgrader_config.py"]
-for course in (here.parents[2], here.parents[5]):
+for course in (here.parents[2], Path(COURSE)):
     targets += [course / "gradebook.db", course / "nbgrader_config.py",
                 course / "submitted" / "alice" / "simt" / "simt.ipynb"]
 for target in targets:
@@ -50,7 +52,7 @@ for target in targets:
         print("WROTE", target)
     except OSError as error:
         print("blocked", type(error).__name__)
-for db in (here.parents[2] / "gradebook.db", here.parents[5] / "gradebook.db"):
+for db in (here.parents[2] / "gradebook.db", Path(COURSE) / "gradebook.db"):
     try:
         rows = sqlite3.connect(f"file:{db}?mode=ro", uri=True).execute(
             "select source from source_cell").fetchall()
@@ -132,7 +134,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     _hand_in(root, "carol", noisy)
 
     hostile = _solution(root)
-    hostile.cells.insert(1, nbformat.v4.new_code_cell(ATTACKS))
+    hostile.cells.insert(1, nbformat.v4.new_code_cell(ATTACKS.replace("COURSE", repr(str(root)))))
     _hand_in(root, "mallory", hostile)
 
     blanked = nbformat.read(root / "exercises" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
@@ -153,11 +155,15 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
                   "solutions", "exercises", "course", "pyproject.toml"]
     git_before = subprocess.run(git_status, cwd=REPO, capture_output=True, text=True,
                                 check=False).stdout
+    # Without private mounts (level "uid") the sandbox user must pass through the
+    # grading folder's parents; pytest's temporary folders are private.
+    work = Path(tempfile.mkdtemp(prefix="grader-test-", dir="/var/tmp")) / ASSIGNMENT
     proc = subprocess.run(
         [sys.executable, "-m", "grader", "--course", str(root), "autograde", ASSIGNMENT,
-         "--workers", "2", "--wall", "20", "--memory", "2G"],
+         "--workers", "2", "--wall", "20", "--memory", "2G", "--work", str(work)],
         cwd=root, env=nbgrader_env(), capture_output=True, text=True, timeout=600, check=False)
-    summary = json.loads((root / "grading" / ASSIGNMENT / "summary.json").read_text())
+    summary = json.loads((work / "summary.json").read_text())
+    shutil.rmtree(work.parent, ignore_errors=True)
     feedback = run_nbgrader(root, [["generate_feedback", ASSIGNMENT]])
     return {
         "root": root, "proc": proc, "summary": {o["student"]: o for o in summary},
