@@ -211,3 +211,22 @@ def test_token_line_keeps_the_cells_value_for_partial_credit() -> None:
     assert with_token("assert True", "T0K").endswith("print('T0K')")
     assert with_token("x = 1\nx;", "T0K").endswith("x;\nprint('T0K')")
     assert with_token("%time x = 1", "T0K") == "%time x = 1\nprint('T0K')"
+
+
+def test_readme_grading_figures_come_from_the_recorded_benchmark() -> None:
+    import json
+    import re
+
+    name = "grading-bench-simt-20students-2w-2cores.json"
+    result = json.loads((REPO / "grader" / "results" / name).read_text())
+    simt = result["assignments"]["simt"]
+    readme = re.sub(r"\s+", " ", (REPO / "README.md").read_text())
+    assert f"grader/results/{name}" in readme
+    assert f"took {round(simt['wall_seconds'])} s with {result['workers']} workers" in readme
+    assert f"about {round(simt['serial_nbgrader_seconds_per_notebook'])} s per notebook" in readme
+    kinds = simt["by_kind"]
+    assert kinds["good"]["scores"] == [10.0] and kinds["partial"]["scores"] == [2.0]
+    assert kinds["looping"]["scores"] == kinds["memory"]["scores"] == [10.0]
+    assert kinds["hostile"]["scores"] == [0.0]
+    assert kinds["hostile"]["flagged"] == kinds["hostile"]["count"]
+    assert "correct ones got 10/10, the partial 2/10" in readme
