@@ -166,9 +166,11 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
         [sys.executable, "-m", "grader", "--course", str(root), "autograde", ASSIGNMENT,
          "--workers", "2", "--wall", "20", "--memory", "2G", "--work", str(work)],
         cwd=root, env=nbgrader_env(), capture_output=True, text=True, timeout=600, check=False)
-    assert (work / "summary.json").is_file(), proc.stdout + proc.stderr[-3000:]
-    summary = json.loads((work / "summary.json").read_text())
-    shutil.rmtree(work.parent, ignore_errors=True)
+    try:
+        assert (work / "summary.json").is_file(), proc.stdout + proc.stderr[-3000:]
+        summary = json.loads((work / "summary.json").read_text())
+    finally:
+        shutil.rmtree(work.parent, ignore_errors=True)
     feedback = run_nbgrader(root, [["generate_feedback", ASSIGNMENT]])
     return {
         "root": root, "proc": proc, "summary": {o["student"]: o for o in summary},
