@@ -21,6 +21,20 @@ c.CourseDirectory.release_directory = "exercises"
 c.Execute.timeout = 60
 c.Execute.interrupt_on_timeout = True
 
+# Autograde with two replacements (grader/preprocessors.py): stderr output such as
+# a NumbaPerformanceWarning no longer scores a correct test cell 0, and a test
+# cell that did not run to its end (e.g. blanked by an IPython input
+# transformer) scores 0 and is flagged for manual grading.
+c.Autograde.autograde_preprocessors = [
+    "grader.preprocessors.GuardedExecute",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "grader.preprocessors.SaveAutoGradesWithFlags",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+
 # What students see in place of the instructor's solution.
 c.ClearSolutions.code_stub = {
     "python": '# YOUR CODE HERE: replace this line with your solution\n'

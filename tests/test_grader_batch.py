@@ -1,0 +1,257 @@
+"""``python -m grader autograde`` on a small class with honest and hostile students.
+
+Real nbgrader, real sandbox (whatever this machine allows; the attacks that
+would hit the test machine itself are skipped below the ``uid`` level). Each
+hostile submission must leave the other students' scores, the gradebook and
+the course files as they were.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from test_nbgrader_grading import (
+    REPO,
+    assert_all_succeeded,
+    make_course,
+    nbgrader_env,
+    page_text,
+    run_nbgrader,
+    scores,
+)
+
+from grader import sandbox
+
+pytestmark = pytest.mark.slow
+#: What the integrity token looks like (grader/preprocessors.py).
+TOKEN = re.compile(r"grader-[0-9a-f]{40}")
+ASSIGNMENT = "simt"
+LEVEL = sandbox.detect_level()
+
+ATTACKS = r'''
+import os, signal, sqlite3, subprocess, sys
+from pathlib import Path
+import demos
+here = Path.cwd()
+# here.parents[2]: this student's course copy; COURSE: the real course
+targets = [Path(demos.__file__), Path(demos.__file__).parents[1] / "nbgrader_config.py"]
+for course in (here.parents[2], Path(COURSE)):
+    targets += [course / "gradebook.db", course / "nbgrader_config.py",
+                course / "submitted" / "alice" / "simt" / "simt.ipynb"]
+for target in targets:
+    try:
+        with open(target, "a") as f:
+            f.write("\n# owned\n")
+        print("WROTE", target)
+    except OSError as error:
+        print("blocked", type(error).__name__)
+for db in (here.parents[2] / "gradebook.db", Path(COURSE) / "gradebook.db"):
+    try:
+        rows = sqlite3.connect(f"file:{db}?mode=ro", uri=True).execute(
+            "select source from source_cell").fetchall()
+        print("LEAKED", rows)
+    except Exception as error:
+        print("blocked", type(error).__name__)
+try:
+    subprocess.Popen(["sleep", "300"], start_new_session=True)
+except Exception as error:
+    print("no process", type(error).__name__)
+try:
+    hog = bytearray(6 << 30)
+    print("GOT MEMORY")
+except MemoryError:
+    print("memory limited")
+for pid in (os.getppid(), -1):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+'''
+
+
+def _hash_tree(*paths: Path) -> dict[str, str]:
+    out = {}
+    for top in paths:
+        for path in sorted([top] if top.is_file() else top.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def _solution(root: Path) -> nbformat.NotebookNode:
+    return nbformat.read(root / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+
+
+def _hand_in(root: Path, student: str, nb: nbformat.NotebookNode | Path) -> None:
+    target = root / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(nb, Path):
+        target.write_bytes(nb.read_bytes())
+    else:
+        nbformat.write(nb, target)
+
+
+def _sandbox_processes() -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and sandbox.BASE_UID <= entry.stat().st_uid < \
+                    sandbox.BASE_UID + 16:
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory):
+    if LEVEL == "limits":
+        pytest.skip("no sandbox here (needs root or user namespaces): the attacks would "
+                    "hit the test machine")
+    root = make_course(tmp_path_factory.mktemp("grader"))
+    assert_all_succeeded(run_nbgrader(root, [["generate_assignment", ASSIGNMENT]]))
+    _hand_in(root, "alice", root / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    renamed = root / "submitted" / "bob" / ASSIGNMENT / "simt (1).ipynb"  # a browser's rename
+    renamed.parent.mkdir(parents=True)
+    renamed.write_bytes((root / "exercises" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes())
+
+    noisy = _solution(root)  # correct, but writes to stderr in a solution cell
+    first = next(c for c in noisy.cells if c.metadata.get("nbgrader", {}).get("solution"))
+    first.source += "\nimport sys, warnings\nprint('debug', file=sys.stderr)\n" \
+                    "warnings.warn('a warning')"
+    # ... and has JupyterLab's "split cell": two cells with one grade id
+    index, cell = next((i, c) for i, c in enumerate(noisy.cells)
+                       if c.metadata.get("nbgrader", {}).get("solution"))
+    noisy.cells.insert(index, nbformat.v4.new_code_cell("first_half = 1",
+                                                         metadata=dict(cell.metadata)))
+    _hand_in(root, "carol", noisy)
+
+    hostile = _solution(root)
+    hostile.cells.insert(1, nbformat.v4.new_code_cell(ATTACKS.replace("COURSE", repr(str(root)))))
+    _hand_in(root, "mallory", hostile)
+
+    blanked = nbformat.read(root / "exercises" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
+                            as_version=4)
+    blanked.cells.insert(1, nbformat.v4.new_code_cell(
+        "get_ipython().input_transformers_post.append(lambda lines: [])"))
+    _hand_in(root, "trudy", blanked)
+
+    looping = _solution(root)
+    looping.cells.insert(1, nbformat.v4.new_code_cell("import time\ntime.sleep(3)"))
+    looping.cells.insert(2, nbformat.v4.new_code_cell("while True:\n    pass"))
+    _hand_in(root, "lou", looping)
+
+    watched = [root / "nbgrader_config.py", root / "solutions", root / "exercises",
+               root / "submitted", REPO / "demos", REPO / "nbgrader_config.py"]
+    before = _hash_tree(*watched)
+    git_status = ["git", "status", "--porcelain", "--", "demos", "nbgrader_config.py",
+                  "solutions", "exercises", "course", "pyproject.toml"]
+    git_before = subprocess.run(git_status, cwd=REPO, capture_output=True, text=True,
+                                check=False).stdout
+    # Without private mounts (level "uid") the sandbox user must pass through the
+    # grading folder's parents; pytest's temporary folders are private.
+    work = Path(tempfile.mkdtemp(prefix="grader-test-", dir="/var/tmp")) / ASSIGNMENT
+    work.parent.chmod(0o711)
+    proc = subprocess.run(
+        [sys.executable, "-m", "grader", "--course", str(root), "autograde", ASSIGNMENT,
+         "--workers", "2", "--wall", "20", "--memory", "2G", "--work", str(work)],
+        cwd=root, env=nbgrader_env(), capture_output=True, text=True, timeout=600, check=False)
+    try:
+        assert (work / "summary.json").is_file(), proc.stdout + proc.stderr[-3000:]
+        summary = json.loads((work / "summary.json").read_text())
+    finally:
+        shutil.rmtree(work.parent, ignore_errors=True)
+    feedback = run_nbgrader(root, [["generate_feedback", ASSIGNMENT]])
+    return {
+        "root": root, "proc": proc, "summary": {o["student"]: o for o in summary},
+        "changed": {k for k, v in _hash_tree(*watched).items() if before.get(k) != v}
+        | (set(before) - set(_hash_tree(*watched))),
+        "git": (git_before, subprocess.run(git_status, cwd=REPO, capture_output=True,
+                                           text=True, check=False).stdout),
+        "leftover": _sandbox_processes(), "feedback": feedback,
+    }
+
+
+def _score(graded, student: str) -> tuple[float, float]:
+    return scores(graded["root"])[(ASSIGNMENT, student)]
+
+
+def test_honest_students_get_what_they_earned(graded) -> None:
+    assert _score(graded, "alice") == (10, 10), graded["proc"].stdout
+    assert _score(graded, "bob") == (0, 10)
+    assert graded["summary"]["alice"]["flags"] == []
+    assert any("renamed notebook simt (1).ipynb" in f for f in graded["summary"]["bob"]["flags"])
+
+
+def test_stderr_and_warnings_cost_nothing(graded) -> None:
+    assert _score(graded, "carol") == (10, 10), graded["proc"].stdout
+    page = (graded["root"] / "autograded" / "carol" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    assert "[stderr, not counted as an error] debug" in page.read_text()
+
+
+def test_blanked_test_cells_score_nothing_and_are_flagged(graded) -> None:
+    assert _score(graded, "trudy") == (0, 10)
+    flags = " ".join(graded["summary"]["trudy"]["flags"])
+    assert "did not run to its end" in flags or "machinery was changed" in flags, flags
+    assert "input transformers" in flags
+    text = (graded["root"] / "autograded" / "trudy" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb") \
+        .read_text()
+    assert not TOKEN.search(text), "the nonce reached the notebook"
+
+
+def test_duplicated_grade_id_is_repaired_and_flagged(graded) -> None:
+    assert graded["summary"]["carol"]["status"] == "graded"
+    assert any("duplicated grade ids" in f for f in graded["summary"]["carol"]["flags"])
+
+
+def test_wall_time_limit_stops_a_looping_notebook(graded) -> None:
+    lou = graded["summary"]["lou"]
+    assert lou["status"] == "failed" and lou["seconds"] < 90, lou
+    assert any("limit per notebook" in f for f in lou["flags"])
+    assert "--student lou" in graded["proc"].stdout  # the regrade command
+
+
+def test_attacks_change_nothing_outside_the_students_own_folder(graded) -> None:
+    assert graded["summary"]["mallory"]["status"] == "graded", graded["summary"]["mallory"]
+    assert _score(graded, "mallory") == (10, 10)  # the attacks failed; the answers are right
+    assert any("gradebook" in f for f in graded["summary"]["mallory"]["flags"])
+    assert not graded["changed"], sorted(graded["changed"])[:5]
+    assert graded["git"][0] == graded["git"][1]
+    nb = nbformat.read(graded["root"] / "autograded" / "mallory" / ASSIGNMENT
+                       / f"{ASSIGNMENT}.ipynb", as_version=4)
+    output = json.dumps(nb.cells[1].outputs)
+    assert output.count("blocked") == 10, output
+    assert "memory limited" in output
+    assert "WROTE" not in output and "LEAKED" not in output
+    assert "GOT MEMORY" not in output
+
+
+def test_no_process_survives_its_notebook(graded) -> None:
+    assert graded["leftover"] == []
+    assert graded["proc"].returncode == 1  # lou failed; the batch itself finished
+
+
+def test_gradebook_has_every_graded_student_once(graded) -> None:
+    found = {s for (a, s) in scores(graded["root"]) if a == ASSIGNMENT}
+    assert found == {"alice", "bob", "carol", "mallory", "trudy"}
+    assert os.stat(graded["root"] / "gradebook.db").st_mode & 0o077 == 0
+
+
+def test_feedback_is_made_from_the_merged_grades_without_the_token(graded) -> None:
+    assert_all_succeeded(graded["feedback"])
+    for student in ("alice", "bob", "carol", "mallory", "trudy"):
+        page = graded["root"] / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html"
+        text = page_text(page)
+        assert not TOKEN.search(text), student
+    assert "GradingIntegrityError" in page_text(
+        graded["root"] / "feedback" / "trudy" / ASSIGNMENT / f"{ASSIGNMENT}.html")

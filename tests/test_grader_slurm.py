@@ -1,0 +1,51 @@
+"""``python -m grader autograde --slurm`` against the real one-machine Slurm of the launch tests.
+
+Two students as a job array (one task each, two at a time): the
+solution gets full marks, the blank notebook nothing, both merged into the
+course gradebook by the submitting process.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "slurm"))
+from local_cluster import LocalCluster, missing_requirements
+from test_nbgrader_grading import (
+    assert_all_succeeded,
+    hand_in,
+    make_course,
+    nbgrader_env,
+    run_nbgrader,
+    scores,
+)
+
+pytestmark = pytest.mark.slow
+
+
+def test_slurm_job_array_grades_and_merges(tmp_path_factory: pytest.TempPathFactory) -> None:
+    missing = missing_requirements()
+    if missing:
+        pytest.skip(missing)
+    root = make_course(tmp_path_factory.mktemp("slurmgrade"))
+    assert_all_succeeded(run_nbgrader(root, [["generate_assignment", "simt"]]))
+    hand_in(root, "alice", "simt", root / "solutions" / "simt" / "simt.ipynb")
+    hand_in(root, "bob", "simt", root / "exercises" / "simt" / "simt.ipynb")
+    with LocalCluster(tmp_path_factory.mktemp("cluster")) as cluster:
+        proc = subprocess.run(
+            [sys.executable, "-m", "grader", "--course", str(root), "autograde", "simt",
+             "--slurm", "--workers", "2", "--wall", "120"],
+            cwd=root, env={**nbgrader_env(), **cluster.env}, capture_output=True, text=True,
+            timeout=400, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert scores(root)[("simt", "alice")] == (10, 10)
+    assert scores(root)[("simt", "bob")] == (0, 10)
+    summary = json.loads((root / "grading" / "simt" / "summary.json").read_text())
+    assert [o["status"] for o in summary] == ["graded", "graded"]
+    assert list((root / "grading" / "simt").glob("slurm-*_1.out")), "not an array job"
+    assert (root / "autograded" / "bob" / "simt" / "simt.ipynb").is_file()

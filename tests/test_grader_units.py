@@ -1,0 +1,232 @@
+"""Fast tests of the grading tools: the pre-grading check, intake, preprocessors, sandbox set-up."""
+
+from __future__ import annotations
+
+import base64
+import stat
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader import sandbox
+from grader.check import scan_code
+from grader.collect import collect_all, safe_id, student_and_file
+from grader.preprocessors import STDERR_LABEL, stderr_to_stdout
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("code, reason", [
+    ("get_ipython().input_transformers_post.append(lambda lines: [])", "input transformers"),
+    ("ip = globals()['get_' + 'ipython']()", "get_ipython"),
+    (f"exec(__import__('base64').b64decode('{base64.b64encode(b'import nbgrader').decode()}'))",
+     "nbgrader"),
+    ("import numpy as np\nnp.testing.assert_allclose = lambda *a, **k: None", "np.testing"),
+    ("import numpy\nnumpy.testing.assert_array_equal = print", "numpy.testing"),
+    ("import sys\nsys.modules['numpy'] = None", "sys.modules"),
+    ("open('../../../solutions/simt/simt.ipynb').read()", "outside the submission"),
+    ("from pathlib import Path\nimport demos\nPath(demos.__file__).parents[1] / 'solutions'",
+     "solutions"),
+    ("import os\nos.kill(os.getppid(), 9)", "signals"),
+    ("import subprocess\nsubprocess.Popen(['sleep', '9'])", "subprocess"),
+    ("from demos.simt import blocks_for", "demos.simt"),
+    ("from demos import distance\nd = distance.generic.distance_matrix", "demos.distance"),
+    ("import demos.demo_numba_gpu as g", "demos.demo_numba_gpu"),
+    ("from demos.cnn.model import build_model", "demos.cnn"),
+    ("import importlib\nm = importlib.import_module('demos.' + 'simt')", "importlib"),
+])
+def test_check_flags_code_that_reaches_into_grading(code: str, reason: str) -> None:
+    reasons = scan_code(code)
+    assert reasons, code
+    assert any(reason.split(".")[0].lower() in r.lower() or reason in r for r in reasons), reasons
+
+
+def test_check_accepts_honest_code() -> None:
+    code = ("import numpy as np\nfrom numba import cuda\nfrom demos import grading\n"
+            "from demos.grading import array_module\nxp = grading.array_module()\n"
+            "def add(a, b):\n    return a + b\n")
+    assert scan_code(code) == []
+
+
+@pytest.mark.parametrize("folder", ["solutions", "exercises"])
+def test_no_false_alarms_on_the_course_notebooks(folder: str) -> None:
+    """The instructor's solutions and the blank exercises pass the code scan."""
+    for path in sorted((REPO / folder).glob("*/*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if cell.cell_type == "code" and meta.get("solution"):
+                assert scan_code(cell.source) == [], (path.name, cell.source[:200])
+
+
+def test_stderr_becomes_labelled_stdout_and_errors_stay() -> None:
+    cell = nbformat.v4.new_code_cell("x")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text="Warning: slow\n"),
+                    nbformat.v4.new_output("error", ename="AssertionError", evalue="",
+                                           traceback=[])]
+    stderr_to_stdout(cell)
+    assert cell.outputs[0]["name"] == "stdout"
+    assert cell.outputs[0]["text"] == STDERR_LABEL + "Warning: slow\n"
+    assert cell.outputs[1]["output_type"] == "error"
+
+
+def test_safe_ids() -> None:
+    assert safe_id("jürgen") == "jurgen"
+    assert safe_id("anna maria") == "anna-maria"
+    assert safe_id("O'Brien, Seán") == "o-brien-sean"
+    assert safe_id("../..") == "student"
+
+
+def test_download_names() -> None:
+    P = Path
+    assert student_and_file(P("smithjohn_12345_67890_simt.ipynb")) == ("smithjohn", "simt.ipynb")
+    assert student_and_file(P("smithjohn_LATE_12345_67890_simt-1.ipynb")) == \
+        ("smithjohn", "simt.ipynb")
+    assert student_and_file(P("John Smith_12345_assignsubmission_file_/simt.ipynb")) == \
+        ("John Smith", "simt.ipynb")
+    assert student_and_file(P("alice/simt.ipynb")) == ("alice", "simt.ipynb")
+    assert student_and_file(P("alice_simt.ipynb")) == ("alice", "simt.ipynb")
+
+
+def _zip(path: Path, members: dict[str, bytes], link: str | None = None) -> Path:
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+        if link:
+            info = zipfile.ZipInfo(link)
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            z.writestr(info, "/etc/passwd")
+    return path
+
+
+def test_collect_files_every_safe_input_and_refuses_the_rest(tmp_path: Path) -> None:
+    course = tmp_path / "course"
+    course.mkdir()
+    inbox = tmp_path / "inbox"
+    notebook = nbformat.writes(nbformat.v4.new_notebook()).encode()
+    (inbox / "John Smith_12345_assignsubmission_file_").mkdir(parents=True)
+    (inbox / "John Smith_12345_assignsubmission_file_" / "simt.ipynb").write_bytes(notebook)
+    (inbox / "jürgen_1_2_simt.ipynb").write_bytes(notebook)
+    (inbox / "anna maria").mkdir()
+    (inbox / "anna maria" / "simt.ipynb").write_bytes(notebook)
+    (inbox / "broken_3_4_simt.ipynb").write_bytes(b"{not json")
+    (inbox / "old.tar.gz").write_bytes(b"\x1f\x8b")
+    _zip(inbox / "evil.zip", {"../escape_simt.ipynb": notebook})
+    _zip(inbox / "abs.zip", {"/tmp/abs_simt.ipynb": notebook})
+    _zip(inbox / "link.zip", {}, link="linky_simt.ipynb")
+    good_zip = _zip(tmp_path / "class.zip", {"bob_simt.ipynb": notebook})
+    report = collect_all(course, "simt", [inbox, good_zip, tmp_path / "missing.zip"])
+    filed = {p.parent.parent.name for p in (course / "submitted").glob("*/simt/*.ipynb")}
+    assert filed == {"john-smith", "jurgen", "anna-maria", "bob"}
+    assert report.renamed == {"John Smith": "john-smith", "jürgen": "jurgen",
+                              "anna maria": "anna-maria"}
+    refused = "\n".join(report.refused)
+    for word in ("evil.zip", "abs.zip", "link.zip", "old.tar.gz", "broken", "missing.zip"):
+        assert word in refused, refused
+    assert not (tmp_path / "escape_simt.ipynb").exists()
+    assert not list(course.glob("submitted/*/*/..*"))
+    assert "jürgen,jurgen" in (course / "submitted" / "student-ids.csv").read_text()
+    assert "refused" in report.text() and "'anna-maria'" in report.text()
+
+
+def test_sandbox_command_hides_the_course_and_drops_the_user(tmp_path: Path) -> None:
+    policy = sandbox.Policy(level="bwrap+uid", uid=61003, hide=[str(REPO / "solutions"), "/tmp"],
+                            readonly=[str(REPO / "demos")], writable=[str(tmp_path / "rt")])
+    command = sandbox.kernel_command(policy, str(tmp_path / "rt" / "k.json"), str(tmp_path / "nb"))
+    text = " ".join(command)
+    for option in ("--unshare-net", "--unshare-pid", "--die-with-parent",
+                   f"--tmpfs {REPO / 'solutions'}", "--tmpfs /tmp", f"--ro-bind {REPO / 'demos'}", "--reuid=61003"):
+        assert option in text, option
+    assert command.index("--reuid=61003") > command.index("--")  # dropped inside the box
+    assert sandbox.detect_level() in sandbox.LEVEL_MEANING
+    assert "CANNOT" in sandbox.LEVEL_MEANING["uid"]
+
+
+def _gradebook(path: Path) -> Path:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{path}") as gb:
+        for assignment, ids in (("simt", ["a1", "a2"]), ("cnn", ["b1"])):
+            gb.add_assignment(assignment)
+            gb.add_notebook(assignment, assignment)
+            for grade_id in ids:
+                gb.add_grade_cell(grade_id, assignment, assignment, max_score=1,
+                                  cell_type="code")
+    return path
+
+
+def _notebook(folder: Path, name: str, ids: list[str], code: str = "x = 1") -> Path:
+    cells = [nbformat.v4.new_code_cell(code, metadata={"nbgrader": {
+        "grade_id": grade_id, "grade": True, "solution": True, "points": 1}}) for grade_id in ids]
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), folder / name)
+    return folder / name
+
+
+def test_check_submission_flags_and_repairs(tmp_path: Path) -> None:
+    from grader.check import check_submission
+
+    db = _gradebook(tmp_path / "gradebook.db")
+    wrong = tmp_path / "wrong"
+    _notebook(wrong, "simt.ipynb", ["b1"])
+    assert any("looks like assignment cnn" in f for f in check_submission(wrong, "simt", db))
+
+    partial = tmp_path / "partial"
+    _notebook(partial, "simt.ipynb", ["a1"], code="from demos.simt import blocks_for")
+    flags = check_submission(partial, "simt", db)
+    assert "missing grade ids ['a2']" in flags
+    assert any("demos.simt" in f for f in flags)
+
+    split = tmp_path / "split"
+    path = _notebook(split, "simt-1.ipynb", ["a1", "a1", "a2"])
+    flags = check_submission(split, "simt", db, repair=True)
+    assert any("renamed notebook simt-1.ipynb" in f for f in flags)
+    assert any("duplicated grade ids ['a1']" in f for f in flags)
+    repaired = nbformat.read(split / "simt.ipynb", as_version=4)
+    assert [c.metadata.get("nbgrader", {}).get("grade_id") for c in repaired.cells] == \
+        ["a1", None, "a2"]
+    assert not path.exists()
+    assert check_submission(tmp_path / "nothing", "simt", db) == ["missing notebook simt.ipynb"]
+
+
+def test_token_line_keeps_the_cells_value_for_partial_credit() -> None:
+    from grader.preprocessors import with_token
+
+    def run(source: str) -> tuple[object, str]:
+        import contextlib
+        import io
+
+        lines = source.splitlines()
+        out = io.StringIO()
+        namespace: dict = {}
+        with contextlib.redirect_stdout(out):
+            exec("\n".join(lines[:-1]), namespace)  # noqa: S102  (runs generated test code)
+            value = eval(lines[-1], namespace)
+        return value, out.getvalue()
+
+    value, printed = run(with_token("x = 3\nx * (\n  0.5)", "T0K"))
+    assert value == 1.5 and printed == "T0K\n"
+    assert with_token("assert True", "T0K").endswith("print('T0K')")
+    assert with_token("x = 1\nx;", "T0K").endswith("x;\nprint('T0K')")
+    assert with_token("%time x = 1", "T0K") == "%time x = 1\nprint('T0K')"
+
+
+def test_readme_grading_figures_come_from_the_recorded_benchmark() -> None:
+    import json
+    import re
+
+    name = "grading-bench-simt-20students-2w-2cores.json"
+    result = json.loads((REPO / "grader" / "results" / name).read_text())
+    simt = result["assignments"]["simt"]
+    readme = re.sub(r"\s+", " ", (REPO / "README.md").read_text())
+    assert f"grader/results/{name}" in readme
+    assert f"took {round(simt['wall_seconds'])} s with {result['workers']} workers" in readme
+    assert f"about {round(simt['serial_nbgrader_seconds_per_notebook'])} s per notebook" in readme
+    kinds = simt["by_kind"]
+    assert kinds["good"]["scores"] == [10.0] and kinds["partial"]["scores"] == [2.0]
+    assert kinds["looping"]["scores"] == kinds["memory"]["scores"] == [10.0]
+    assert kinds["hostile"]["scores"] == [0.0]
+    assert kinds["hostile"]["flagged"] == kinds["hostile"]["count"]
+    assert "correct ones got 10/10, the partial 2/10" in readme
