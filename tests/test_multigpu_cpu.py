@@ -11,6 +11,7 @@ import pytest
 
 from demos.multigpu import device_threads, lorenz, pipeline, tiles
 from demos.multigpu.workload import reference
+from helpers import run_mpirun
 
 
 def test_process_pool_one_device_per_worker():
@@ -31,13 +32,7 @@ def test_dask_cluster_runs_the_same_function():
 
 
 def test_mpi_sum_with_two_ranks():
-    pytest.importorskip("mpi4py")
-    mpirun = shutil.which("mpirun") or shutil.which("mpirun", path=os.path.dirname(sys.executable))
-    if mpirun is None:
-        pytest.skip("no mpirun on PATH (install the 'mpi' extra)")
-    cmd = [mpirun, "-n", "2", sys.executable, "-m", "demos.multigpu.mpi_sum", "--n", "100000"]
-    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}  # Open MPI in containers
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    proc = run_mpirun("-m", "demos.multigpu.mpi_sum", "--n", "100000", timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "OK" in proc.stdout and "rank 1/2" in proc.stdout
 

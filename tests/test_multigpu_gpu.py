@@ -13,6 +13,7 @@ from demos.multigpu import device_threads, lorenz, pipeline, tiles
 from demos.multigpu.matvec import SplitMatVec, matvec
 from demos.multigpu.reduce import SplitSum, split_sum
 from demos.multigpu.workload import reference
+from helpers import run_mpirun
 
 N_GPUS = hardware.gpu_count()
 
@@ -113,12 +114,6 @@ def test_process_pool_pins_one_gpu_per_worker():
 
 @pytest.mark.multigpu
 def test_mpi_ranks_on_gpus_staged_through_host():
-    pytest.importorskip("mpi4py")
-    mpirun = shutil.which("mpirun")
-    if mpirun is None:
-        pytest.skip("no mpirun on PATH")
-    cmd = [mpirun, "-n", "2", sys.executable, "-m", "demos.multigpu.mpi_sum", "--n", "1000000"]
-    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}  # Open MPI in containers
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    proc = run_mpirun("-m", "demos.multigpu.mpi_sum", "--n", "1000000", timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "OK" in proc.stdout and "GPU 1" in proc.stdout
