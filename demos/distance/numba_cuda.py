@@ -65,6 +65,7 @@ BEST = {"float32": "quads", "float64": "rows"}
 ROWS_BLOCK = 128  # "rows"/"pairs"/"quads": threads per block, all along the columns
 ROWS_PER_THREAD = {"rows": 16, "pairs": 32, "quads": 32}  # 16..128 are within 5% for pairs/quads
 MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y (and z)
+ALIGNMENT = 16  # the widest store (quads) needs 16-byte aligned output
 WHAT = "The Numba CUDA distance matrix"
 
 
@@ -162,6 +163,7 @@ class Launch:
     grid: tuple[int, ...]
     block: tuple[int, ...]
     rows_per_thread: int | None
+    out_view: Layout | None = None  # the output as a pairs/quads kernel stores it (address 0)
 
     @property
     def substituted(self) -> bool:
@@ -211,11 +213,15 @@ def _plan(requested: str, problem: Problem, block: Any, rows_per_thread: int | N
     rpt = int(rows_per_thread or ROWS_PER_THREAD[name]) if spec.max_d else None
     if (rpt is not None and rpt < 1) or min(blk) < 1:
         raise ValueError(f"rows_per_thread and block must be >= 1, got {rows_per_thread}, {block}")
-    return Launch(requested, name, reasons, tuple(spec.grid(problem, blk, rpt)), blk, rpt)
+    view = cuda_tuned.widened(problem.out, spec.lanes) if spec.lanes > 1 else None
+    grid = tuple(spec.grid(problem, blk, rpt))
+    return Launch(requested, name, reasons, grid, blk, rpt, view and view._replace(pointer=0))
 
 
 def _problem(x: Any, y: Any, out: Layout, same: bool) -> Problem:
-    return Problem(x.shape[0], y.shape[0], x.shape[1], np.dtype(x.dtype), same, out)
+    """The cache key of a call: only the output address's alignment matters, not the address."""
+    aligned_out = out._replace(pointer=out.pointer % ALIGNMENT)
+    return Problem(x.shape[0], y.shape[0], x.shape[1], np.dtype(x.dtype), same, aligned_out)
 
 
 def launch_config(
@@ -301,8 +307,8 @@ def distance_matrix_device(
         raise ValueError("; ".join(plan.reasons))
     spec = SPECS[plan.kernel]
     compiled = spec.build(dtype, x.shape[1], plan.rows_per_thread or 1)
-    if spec.lanes > 1:
-        out_layout = cuda_tuned.widened(out_layout, spec.lanes)
+    if plan.out_view is not None:
+        out_layout = plan.out_view._replace(pointer=out_layout.pointer)
     arrays = (x, out) if spec.symmetric else (x, y, out)
     if not cuda_launch.launch(compiled, plan, arrays, out_layout, spec.lanes):
         target = cuda_tuned.wide_view(out, spec.lanes) if spec.lanes > 1 else out
