@@ -104,7 +104,7 @@ def test_cupy_lean_peak_memory(rng):
     """The lean version's peak pool memory stays within 1.2x its output (the drop-in needs ~3x)."""
     import cupy as cp
 
-    from demos.benchmarks.distance import run_memory
+    from demos.benchmarks.distance_memory import run_memory
 
     result = run_memory(2000, np.float64, seed=0)
     assert result["cupy-lean"]["peak_over_output"] <= 1.2

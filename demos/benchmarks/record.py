@@ -1,4 +1,8 @@
-"""Writing benchmark results: one JSON layout for every benchmark of the course.
+"""Timing and writing benchmark results: one JSON layout for every benchmark of the course.
+
+Two clocks, one helper each: :func:`wall_times` (host wall clock, for CPU code
+and for what a user of a GPU function waits for) and :func:`gpu_times` (CUDA
+events through ``cupyx.profiler.benchmark``, for work on the GPU alone).
 
 A timing means nothing without the machine it was taken on, so every result
 file carries the hardware and package versions next to the numbers. Reference
@@ -42,6 +46,34 @@ def wall_times(fn: Callable[..., Any], *args: Any, repeats: int = 3) -> list[flo
         fn(*args)
         times.append(time.perf_counter() - start)
     return times
+
+
+def gpu_times(fn: Callable[..., Any], args: tuple = (), repeats: int = 5, warmup: int = 2):
+    """Seconds per call of ``fn(*args)`` on the GPU (CUDA events around each call), as a list.
+
+    ``cupyx.profiler.benchmark`` records an event before and after every call, so
+    the host's own time (Python, launch overhead) is not counted unless it
+    starves the GPU.
+    """
+    from cupyx.profiler import benchmark
+
+    result = benchmark(fn, args, n_repeat=repeats, n_warmup=warmup)
+    return [float(t) for t in result.gpu_times[0]]
+
+
+def per_call_seconds(fn: Callable[[], Any], synchronize: Callable[[], Any], calls: int) -> float:
+    """Wall-clock seconds per call of *fn* over *calls* back-to-back calls, then one sync.
+
+    What an application calling *fn* in a loop pays, host overhead included: for
+    small problems that is the launch cost, for large ones the GPU's time.
+    """
+    fn()
+    synchronize()  # warm (compiled, cached) and idle before the clock starts
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    synchronize()
+    return (time.perf_counter() - start) / calls
 
 
 def summarize(seconds: list[float]) -> dict[str, float]:
