@@ -45,6 +45,8 @@ def is_device_array(array: Any) -> bool:
     """True for GPU arrays: CuPy, Numba device arrays (real or simulated), CUDA-interface arrays."""
     if isinstance(array, np.ndarray):
         return False
+    if type(array).__module__.startswith(("cupy", "numba")):
+        return True  # cheap: the interface below is a property that builds a dict per access
     return hasattr(array, "__cuda_array_interface__") or hasattr(array, "copy_to_host")
 
 
@@ -100,7 +102,7 @@ def check_pair(
     names: tuple[str, str] = ("points", "other"),
     allow_nonfinite: bool = False,
 ) -> tuple[Any, Any]:
-    """Check both inputs of a distance matrix and return ``(x, y)``, with y = x when *other* is None.
+    """Check both inputs of a distance matrix; return ``(x, y)``, y = x when *other* is None.
 
     Raises ``ValueError`` for different numbers of coordinates and ``TypeError``
     for different dtypes or arrays of different libraries (NumPy with CuPy).
@@ -148,7 +150,7 @@ def require_device(*arrays: Any, backend: str) -> None:
 
 
 def check_output(result: Any, n: int, m: int, dtype: Any, *, name: str = "out") -> Any:
-    """Check a caller-provided output array: shape (n, m) (``ValueError``) and dtype (``TypeError``)."""
+    """Check a caller's output array: shape (n, m) (``ValueError``), dtype (``TypeError``)."""
     shape = tuple(getattr(result, "shape", ()))
     if shape != (n, m):
         raise ValueError(f"{name} must have shape ({n}, {m}), got {shape}")

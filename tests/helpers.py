@@ -70,9 +70,7 @@ def free_port() -> int:
 def run_mpirun(*args: str, ranks: int = 2, timeout: float = 120) -> subprocess.CompletedProcess:
     """``mpirun -n RANKS python ARGS...``; skips the test where mpi4py or mpirun is missing."""
     pytest.importorskip("mpi4py")
-    mpirun = shutil.which("mpirun") or shutil.which(
-        "mpirun", path=os.path.dirname(sys.executable)
-    )
+    mpirun = shutil.which("mpirun") or shutil.which("mpirun", path=os.path.dirname(sys.executable))
     if mpirun is None:
         pytest.skip("no mpirun on PATH (install the 'mpi' extra)")
     # Open MPI refuses to run as root unless told; containers often run tests as root.

@@ -1,12 +1,12 @@
-"""The distance benchmark CLIs (distance, kernels) and the plot command, end to end on tiny sizes."""
+"""The benchmark commands (bench distance, bench kernels) and plot, end to end on tiny sizes."""
 
 from __future__ import annotations
 
 import json
 
-import helpers
 import pytest
 
+import helpers
 from demos import __main__ as cli
 from demos import hardware
 

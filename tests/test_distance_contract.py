@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import assert_distances, random_points, to_host
 
 from demos import hardware
 from demos.distance import BACKENDS, backend
+from helpers import assert_distances, random_points, to_host
 
 DTYPES = [np.float32, np.float64]
 SIMULATED = hardware.simulator_enabled()

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import assert_distances, on_cuda, random_points
 
 from demos import hardware
 from demos.distance import cuda_launch, numba_cpu, numba_cuda
+from helpers import assert_distances, on_cuda, random_points
 
 DTYPES = [np.float32, np.float64]
 

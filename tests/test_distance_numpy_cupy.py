@@ -1,13 +1,15 @@
-"""What is particular to the NumPy, CuPy and chunked backends (the shared contract: test_distance_contract)."""
+"""What is particular to the NumPy, CuPy and chunked backends.
+
+The contract all backends share is tested in test_distance_contract.py.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import assert_distances, random_points
 
-from demos import hardware
 from demos.distance import chunked, generic, numpy_backend
+from helpers import assert_distances, random_points
 
 SIZES = (1, 2, 17, 257)
 DTYPES = (np.float32, np.float64)

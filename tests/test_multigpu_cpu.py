@@ -1,10 +1,6 @@
 """Chapter 6 examples on whatever this machine has (CPU workers, simulator, or GPUs)."""
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -57,7 +53,12 @@ def test_tiles_reject_non_images(rng):
 def test_pipeline_equals_unsplit_model(rng):
     w1, w2 = pipeline.make_weights(20, 32, 5)
     x = rng.standard_normal((50, 20)).astype(np.float32)
-    np.testing.assert_allclose(pipeline.forward_pipelined(x, w1, w2, micro_batches=4), pipeline.forward(x, w1, w2), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        pipeline.forward_pipelined(x, w1, w2, micro_batches=4),
+        pipeline.forward(x, w1, w2),
+        rtol=1e-4,
+        atol=1e-5,
+    )
     with pytest.raises(ValueError):
         pipeline.forward_pipelined(x, w2, w1)
 
@@ -101,12 +102,13 @@ def test_data_parallel_training_equals_single_device():
 
 
 def test_bench_cli_writes_json_and_plots(tmp_path):
+    from demos import hardware
     from demos.__main__ import main
 
-    from demos import hardware
-
     if hardware.has_gpu():
-        pytest.skip("the full GPU benchmark is run by tools/device/multigpu.sh, not by the test suite")
+        pytest.skip(
+            "the full GPU benchmark is run by tools/device/multigpu.sh, not by the test suite"
+        )
     assert main(["bench", "multigpu", "--output", str(tmp_path), "--repeats", "1"]) == 0
     (path,) = tmp_path.glob("multigpu_*.json")
     data = json.loads(path.read_text())

@@ -1,10 +1,5 @@
 """Chapter 6 on real GPUs: every result against a NumPy or single-device reference."""
 
-import os
-import shutil
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
@@ -30,7 +25,9 @@ def test_matvec_split_over_all_gpus_matches_numpy(rng):
     mv = SplitMatVec(a, x, N_GPUS)
     np.testing.assert_allclose(mv.run().get(), a.astype(np.float64) @ x, rtol=1e-4)
     assert mv.time_per_call(repeats=3) > 0
-    np.testing.assert_allclose(mv.result.get(), a.astype(np.float64) @ x, rtol=1e-4)  # still right after timing
+    np.testing.assert_allclose(
+        mv.result.get(), a.astype(np.float64) @ x, rtol=1e-4
+    )  # still right after timing
     assert SplitMatVec.random(64, 5000, N_GPUS).max_relative_error() < 1e-4
 
 
@@ -99,7 +96,9 @@ def test_threads_tiles_pipeline_on_gpus(rng):
     np.testing.assert_allclose(tiles.blur_tiled(image, (2, 2)), tiles.blur(image), rtol=1e-5)
     w1, w2 = pipeline.make_weights(64, 128, 10)
     x = rng.standard_normal((512, 64)).astype(np.float32)
-    np.testing.assert_allclose(pipeline.forward_pipelined(x, w1, w2, 8), pipeline.forward(x, w1, w2), rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(
+        pipeline.forward_pipelined(x, w1, w2, 8), pipeline.forward(x, w1, w2), rtol=1e-3, atol=1e-3
+    )
 
 
 @pytest.mark.multigpu

@@ -41,7 +41,9 @@ def int_list(text: str) -> list[int]:
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers, got {text!r}"
+        ) from None
     if not values or min(values) < 1:
         raise argparse.ArgumentTypeError(f"sizes must be positive integers, got {text!r}")
     return values
@@ -189,4 +191,3 @@ def _overhead(args: argparse.Namespace, output: Path, written: list[Path]) -> No
             path, "distance", result, mode="overhead", sizes=args.overhead_sizes, dtypes=dtypes
         )
     )
-

@@ -19,6 +19,7 @@ n = 256, and faster than ``torch.cdist`` at every size, in float32 and float64.
 from __future__ import annotations
 
 import importlib.util
+import time
 from typing import Any
 
 import numpy as np
@@ -30,9 +31,21 @@ CALL_BUDGET_S = 40e-6  # per public call at n = 256
 BUDGET_N = 256
 
 
+WARM_UP_S = 2.0  # of calls before the first measurement: CPU and GPU clocks ramp up
+
+
 def calls_for(n: int) -> int:
-    """Enough back-to-back calls for a stable mean, without minutes at n = 32,768."""
-    return 2000 if n <= 1024 else 200 if n <= 4096 else 20
+    """Calls per timed batch: enough for a stable mean, without minutes at n = 32,768."""
+    return 1000 if n <= 1024 else 100 if n <= 4096 else 10
+
+
+def warm_up(call: Any, synchronize: Any, seconds: float = WARM_UP_S) -> None:
+    """Keep calling for *seconds*: a node that idled runs its first thousand calls slower."""
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        for _ in range(100):
+            call()
+        synchronize()
 
 
 def torch_reason() -> str | None:
@@ -49,47 +62,57 @@ def torch_reason() -> str | None:
 def run_overhead(sizes: list[int], dtypes: list[str], seed: int) -> dict[str, Any]:
     """Seconds per call of each variant at each (dtype, n); the ``results`` of the JSON."""
     import cupy as cp
-    from numba import cuda
-
-    from demos.distance import cuda_launch, cuda_tuned
 
     skip_torch = torch_reason()
     rng = np.random.default_rng(seed)
     rows: list[dict[str, Any]] = []
-    sync = cp.cuda.Device().synchronize
     for dtype in dtypes:
         for n in sizes:
             points = rng.random((n, 3)).astype(dtype)
-            c_x, n_x = cp.asarray(points), cuda.to_device(points)
-            c_out = cp.empty((n, n), dtype=dtype)
-            n_out = cuda.device_array((n, n), dtype=dtype)
-            plan = numba_cuda.plan_launch(c_x, out=c_out)
-            spec = numba_cuda.SPECS[plan.kernel]
-            kernel = spec.build(np.dtype(dtype), 3, plan.rows_per_thread or 1)
-            target = cuda_tuned.wide_view(n_out, spec.lanes) if spec.lanes > 1 else n_out
-            raw_args = (n_x, target) if spec.symmetric else (n_x, n_x, target)
-            variants = {
-                "public_cupy_out": lambda: numba_cuda.distance_matrix_device(c_x, out=c_out),
-                "public_numba_out": lambda: numba_cuda.distance_matrix_device(n_x, out=n_out),
-                "public_cupy_new_out": lambda: numba_cuda.distance_matrix_device(c_x),
-                "public_numba_new_out": lambda: numba_cuda.distance_matrix_device(n_x),
-                "raw_numba_launch": lambda: kernel[plan.grid, plan.block](*raw_args),
-            }
-            if skip_torch is None:
-                import torch
-
-                t_x = torch.as_tensor(c_x, device="cuda")
-                variants["torch_cdist"] = lambda: torch.cdist(t_x, t_x)
-            row: dict[str, Any] = {"dtype": dtype, "n": n, "kernel": plan.kernel}
-            for name, call in variants.items():
-                row[f"{name}_s"] = record.per_call_seconds(call, sync, calls_for(n))
-            row["launch"] = cuda_launch.status()
-            row["max_abs_error"] = _spot_error(c_out, points)
-            rows.append(row)
-            print(_line(row), flush=True)
-            del c_x, n_x, c_out, n_out, target, raw_args, variants
-            cp.get_default_memory_pool().free_all_blocks()
+            rows.append(measure_size(points, with_torch=skip_torch is None, warm=not rows))
+            print(_line(rows[-1]), flush=True)
+            cp.get_default_memory_pool().free_all_blocks()  # this size's arrays are gone
     return {"rows": rows, "torch_skipped": skip_torch, "verdict": verdict(rows)}
+
+
+def measure_size(points: np.ndarray, *, with_torch: bool, warm: bool) -> dict[str, Any]:
+    """All variants on one set of points (see the module docstring); *warm*: warm up first."""
+    import cupy as cp
+    from numba import cuda
+
+    from demos.distance import cuda_launch, cuda_tuned
+
+    n, dtype = points.shape[0], points.dtype
+    sync = cp.cuda.Device().synchronize
+    c_x, n_x = cp.asarray(points), cuda.to_device(points)
+    c_out = cp.empty((n, n), dtype=dtype)
+    n_out = cuda.device_array((n, n), dtype=dtype)
+    plan = numba_cuda.plan_launch(c_x, out=c_out)
+    spec = numba_cuda.SPECS[plan.kernel]
+    kernel = spec.build(dtype, points.shape[1], plan.rows_per_thread or 1)
+    target = cuda_tuned.wide_view(n_out, spec.lanes) if spec.lanes > 1 else n_out
+    raw_args = (n_x, target) if spec.symmetric else (n_x, n_x, target)
+    variants = {
+        "public_cupy_out": lambda: numba_cuda.distance_matrix_device(c_x, out=c_out),
+        "public_numba_out": lambda: numba_cuda.distance_matrix_device(n_x, out=n_out),
+        "public_cupy_new_out": lambda: numba_cuda.distance_matrix_device(c_x),
+        "public_numba_new_out": lambda: numba_cuda.distance_matrix_device(n_x),
+        "raw_numba_launch": lambda: kernel[plan.grid, plan.block](*raw_args),
+    }
+    if with_torch:
+        import torch
+
+        t_x = torch.as_tensor(c_x, device="cuda")
+        variants["torch_cdist"] = lambda: torch.cdist(t_x, t_x)
+    if warm:
+        warm_up(variants["public_cupy_out"], sync)
+    row: dict[str, Any] = {"dtype": str(dtype), "n": n, "kernel": plan.kernel}
+    for name, call in variants.items():
+        row[f"{name}_s"] = record.per_call_seconds(call, sync, calls_for(n))
+    numba_cuda.distance_matrix_device(c_x, out=c_out)
+    row["launch"] = cuda_launch.status()
+    row["max_abs_error"] = _spot_error(c_out, points)
+    return row
 
 
 def _spot_error(d_out: Any, points: np.ndarray) -> float:
@@ -114,9 +137,7 @@ def verdict(rows: list[dict[str, Any]]) -> dict[str, Any]:
     )
     compared = [r for r in rows if "torch_cdist_s" in r]
     slower = [
-        f"{r['dtype']} n={r['n']}"
-        for r in compared
-        if r["public_cupy_out_s"] >= r["torch_cdist_s"]
+        f"{r['dtype']} n={r['n']}" for r in compared if r["public_cupy_out_s"] >= r["torch_cdist_s"]
     ]
     return {
         "budget_s": CALL_BUDGET_S,

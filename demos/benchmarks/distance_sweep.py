@@ -60,7 +60,9 @@ def run_sweep(
     runs: list[dict[str, Any]] = []
     transfers: list[dict[str, Any]] = []
     on_gpu = any(b.device is not None for b in found.values())
-    bar = tqdm(total=len(sizes) * len(found), desc="bench distance", unit="run", disable=not progress)
+    bar = tqdm(
+        total=len(sizes) * len(found), desc="bench distance", unit="run", disable=not progress
+    )
     for n in sizes:
         points = rng.random((n, 3), dtype=np.float64).astype(dtype)
         if on_gpu:
@@ -87,7 +89,9 @@ def run_one(entry: Backend, points: np.ndarray, repeats: int) -> dict[str, Any]:
         rtol, atol = reference.tolerance(points.dtype)
         # points in the unit cube: no squared distance exceeds d, the number of coordinates
         if run["max_abs_error"] > atol + rtol * points.shape[1]:
-            raise AssertionError(f"{entry.name} is wrong at n={n}: max abs error {run['max_abs_error']:.3g}")
+            raise AssertionError(
+                f"{entry.name} is wrong at n={n}: max abs error {run['max_abs_error']:.3g}"
+            )
     del result
     run["host_to_host"] = record.summarize(record.wall_times(entry.host, points, repeats=repeats))
     if entry.device is not None:

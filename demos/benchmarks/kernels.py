@@ -19,8 +19,9 @@ and is checked, which is what the test of this command relies on.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -119,31 +120,39 @@ def run_kernels(problems: dict[str, int], grid: list, repeats: int, seed: int) -
         )
         return entry
 
+    runs = [(k, None, None) for k in (*numba_cuda.KERNELS, "best")] + list(grid)
     for dtype, n in problems.items():
         points = rng.random((n, 3)).astype(dtype)
         d_x = cuda.to_device(points)
         d_out = cuda.device_array((n, n), dtype=dtype)
         if timer.on_gpu:
             _floors(measure, dtype, n, d_out)
-        runs = [(k, None, None) for k in (*numba_cuda.KERNELS, "best")] + list(grid)
         for kernel, block, rpt in runs:
             label = kernel if block is None else f"{kernel} block={block} rows={rpt}"
             options = dict(kernel=kernel, block=block, rows_per_thread=rpt)
             plan = numba_cuda.plan_launch(d_x, out=d_out, **options)
 
-            def launch(options=options) -> None:
+            def launch(d_x=d_x, d_out=d_out, options=options) -> None:
                 numba_cuda.distance_matrix_device(d_x, out=d_out, **options)
 
             try:
                 launch()
                 correct = _check(d_out, points, rng)
-                measure(label, dtype, n, launch, kernel=kernel, ran=plan.kernel, block=block,
-                        rows_per_thread=rpt, correct=correct)
+                measure(
+                    label,
+                    dtype,
+                    n,
+                    launch,
+                    kernel=kernel,
+                    ran=plan.kernel,
+                    block=block,
+                    rows_per_thread=rpt,
+                    correct=correct,
+                )
             except Exception as exc:  # noqa: BLE001 - keep sweeping; the failure is recorded
                 print(f"{label} failed: {type(exc).__name__}: {exc}"[:300], flush=True)
-                records.append(dict(label=label, dtype=dtype, n=n, kernel=kernel,
-                                    error=f"{type(exc).__name__}: {exc}"))
-        del d_x, d_out
+                error = f"{type(exc).__name__}: {exc}"
+                records.append(dict(label=label, dtype=dtype, n=n, kernel=kernel, error=error))
     return records
 
 
@@ -162,17 +171,20 @@ def _floors(measure: Callable, dtype: str, n: int, d_out: Any) -> None:
         lambda: cp.cuda.runtime.memsetAsync(c_out.data.ptr, 0, nbytes, 0),
     )
     measure("cupy copy (bytes written)", dtype, n, lambda: c_out.__setitem__(Ellipsis, source))
-    del source
 
 
 def best_by_dtype(records: list[dict[str, Any]]) -> dict[str, str]:
-    """The fastest correct kernel (default tuning) per dtype: what ``numba_cuda.BEST`` should say."""
+    """The fastest correct kernel (default tuning) per dtype: what ``numba_cuda.BEST`` says."""
     best: dict[str, str] = {}
     for dtype in {r["dtype"] for r in records}:
         candidates = [
-            r for r in records
-            if r["dtype"] == dtype and r.get("correct") and r.get("block") is None
-            and r.get("kernel") in numba_cuda.KERNELS and r["ran"] == r["kernel"]
+            r
+            for r in records
+            if r["dtype"] == dtype
+            and r.get("correct")
+            and r.get("block") is None
+            and r.get("kernel") in numba_cuda.KERNELS
+            and r["ran"] == r["kernel"]
         ]
         if candidates:
             best[dtype] = min(candidates, key=lambda r: r["seconds_back_to_back"])["kernel"]
@@ -181,7 +193,9 @@ def best_by_dtype(records: list[dict[str, Any]]) -> dict[str, str]:
 
 def main(args: argparse.Namespace) -> int:
     if not (hardware.has_gpu() or hardware.simulator_enabled()):
-        raise SystemExit(f"bench kernels needs a CUDA GPU or the simulator: {hardware.no_gpu_reason()}")
+        raise SystemExit(
+            f"bench kernels needs a CUDA GPU or the simulator: {hardware.no_gpu_reason()}"
+        )
     problems = {"float32": args.float32_n, "float64": args.float64_n}
     records = run_kernels(problems, tuning_grid(args), args.repeats, args.seed)
     results = {

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from demos import hardware
 
@@ -60,7 +61,7 @@ class Backend:
         return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def backend(name: str) -> Backend:
     """The :class:`Backend` called *name* (one of :data:`BACKENDS`); ``ValueError`` if unknown."""
     if name not in _TABLE:

@@ -80,7 +80,7 @@ def coalesced_kernel(x, y, out):
         out[i, j] = squared_distance(x, i, y, j)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tiled_kernel_for(dtype: np.dtype):
     """Shared-memory tiles need a compile-time dtype, hence one kernel per dtype."""
     nbtype = numba_float(dtype)
@@ -118,7 +118,7 @@ def tiled_kernel_for(dtype: np.dtype):
     return tiled_kernel
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def symmetric_kernel_for(dtype: np.dtype):
     """Upper-triangle tiles only; each tile is written twice (as is and transposed)."""
     nbtype = numba_float(dtype)

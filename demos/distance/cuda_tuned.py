@@ -105,7 +105,7 @@ else:
 
     @cuda.jit(device=True)
     def _pack_two_float32(a, b):
-        """The bits of float32 *a* (low half) and *b* (high half) as one float64 (register moves)."""
+        """The bits of float32 *a* (low half) and *b* (high half) as one float64 (no arithmetic)."""
         return _lib.hiloint2double(_lib.float_as_int(b), _lib.float_as_int(a))
 
 
@@ -139,7 +139,7 @@ def _distances_to_pair(x, i, ya, yb):
     return a, b
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def rows_kernel_for(dtype: np.dtype, d: int, rows_per_thread: int):
     """The write-bound kernel, compiled for a fixed number of coordinates *d*.
 
@@ -180,7 +180,7 @@ def rows_kernel_for(dtype: np.dtype, d: int, rows_per_thread: int):
     return rows_kernel
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def pairs_kernel_for(dtype: np.dtype, d: int, rows_per_thread: int):
     """Like "rows", but each thread owns two adjacent columns and stores both at once.
 
@@ -217,7 +217,7 @@ def pairs_kernel_for(dtype: np.dtype, d: int, rows_per_thread: int):
     return pairs_kernel
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def quads_kernel_for(dtype: np.dtype, d: int, rows_per_thread: int):
     """float32 only: four adjacent columns per thread, stored as one 16-byte value.
 

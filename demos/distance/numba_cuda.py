@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from numba import cuda
@@ -300,9 +301,7 @@ def distance_matrix_device(
     else:
         check_output(out, n, m, dtype)
     out_layout = layout_of(out)
-    plan = _plan(
-        _check_name(kernel), _problem(x, y, out_layout, y is x), block, rows_per_thread
-    )
+    plan = _plan(_check_name(kernel), _problem(x, y, out_layout, y is x), block, rows_per_thread)
     if strict and plan.substituted:
         raise ValueError("; ".join(plan.reasons))
     spec = SPECS[plan.kernel]
