@@ -105,7 +105,8 @@ def measure_size(points: np.ndarray, *, with_torch: bool, warm: bool) -> dict[st
         t_x = torch.as_tensor(c_x, device="cuda")
         variants["torch_cdist"] = lambda: torch.cdist(t_x, t_x)
     if warm:
-        warm_up(variants["public_cupy_out"], sync)
+        for name in ("public_cupy_out", "public_numba_out"):
+            warm_up(variants[name], sync, WARM_UP_S / 2)
     row: dict[str, Any] = {"dtype": str(dtype), "n": n, "kernel": plan.kernel}
     for name, call in variants.items():
         row[f"{name}_s"] = record.per_call_seconds(call, sync, calls_for(n))
@@ -146,3 +147,36 @@ def verdict(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "faster_than_torch_everywhere": None if not compared else not slower,
         "slower_than_torch_at": slower,
     }
+
+
+def markdown_table(result: dict[str, Any]) -> str:
+    """The per-call table of BENCHMARKS.md from a ``distance_overhead.json`` payload."""
+    columns = {
+        "public_cupy_out_s": "device API, CuPy",
+        "public_numba_out_s": "device API, Numba",
+        "public_cupy_new_out_s": "CuPy, new output",
+        "raw_numba_launch_s": "raw Numba launch",
+        "torch_cdist_s": "torch.cdist",
+    }
+    rows = result["results"]["rows"]
+    present = [key for key in columns if any(key in row for row in rows)]
+    lines = [
+        "| dtype | n | kernel | " + " | ".join(columns[k] for k in present) + " |",
+        "| --- | --- | --- | " + " | ".join("---" for _ in present) + " |",
+    ]
+    for row in rows:
+        cells = [_duration(row[k]) if k in row else "-" for k in present]
+        lines.append(
+            f"| {row['dtype']} | {row['n']} | {row['kernel']} | " + " | ".join(cells) + " |"
+        )
+    return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds * 1e6:.1f} us" if seconds < 1e-3 else f"{seconds * 1e3:.2f} ms"
+
+
+if __name__ == "__main__":  # python -m demos.benchmarks.distance_overhead RESULT.json
+    import sys
+
+    print(markdown_table(record.read_result(sys.argv[1])))

@@ -216,3 +216,34 @@ def main(args: argparse.Namespace) -> int:
     print(f"fastest per dtype: {results['best_by_dtype']} (shipped: {results['shipped_best']})")
     print(f"wrote {path}")
     return 0
+
+
+def markdown_table(result: dict[str, Any], dtype: str = "float32") -> str:
+    """BENCHMARKS.md's kernel table for *dtype* from a ``distance_kernels.json`` payload."""
+    records = [
+        r
+        for r in result["results"]["records"]
+        if r["dtype"] == dtype and r.get("block") is None and "error" not in r
+    ]
+    floor = min(r["seconds_back_to_back"] for r in records if "memset" in r["label"].lower())
+    lines = [
+        "| kernel | ran | back-to-back time | write bandwidth | x floor | correct |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in records:
+        seconds = r["seconds_back_to_back"]
+        time_text = f"{seconds * 1e3:.3f} ms"
+        ran = r.get("ran", "-")
+        correct = {True: "yes", False: "NO", None: "-"}[r.get("correct")]
+        lines.append(
+            f"| {r['label']} | {ran} | {time_text} | {r['write_tb_per_s']:.2f} TB/s "
+            f"| {seconds / floor:.2f} | {correct} |"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python -m demos.benchmarks.kernels RESULT.json [DTYPE]
+    import sys
+
+    payload = record.read_result(sys.argv[1])
+    print(markdown_table(payload, *sys.argv[2:3]))

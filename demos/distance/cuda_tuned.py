@@ -5,7 +5,7 @@ stream of stores, and the memory system reaches its bandwidth only with enough
 bytes in flight per instruction issued. Measured on an H200 (n = 32,768,
 float32, d = 3, 4.29 GB written; ``cudaMemset`` of the same bytes: 0.93 ms =
 4.6 TB/s), time per launch, back to back: naive 646 ms, coalesced 6.7 ms, tiled
-10.2 ms, symmetric 4.0 ms, rows 1.9 ms, pairs 1.20 ms, quads 1.13 ms (3.8 TB/s,
+10.2 ms, symmetric 4.0 ms, rows 2.0 ms, pairs 1.19 ms, quads 1.12 ms (3.8 TB/s,
 1.2x the memset floor).
 
 ``rows``
