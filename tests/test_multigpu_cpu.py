@@ -107,7 +107,7 @@ def test_bench_cli_writes_json_and_plots(tmp_path):
 
     if hardware.has_gpu():
         pytest.skip(
-            "the full GPU benchmark is run by tools/device/multigpu.sh, not by the test suite"
+            "the full GPU benchmark is run by tools/gpu-node/multigpu.sh, not by the test suite"
         )
     assert main(["bench", "multigpu", "--output", str(tmp_path), "--repeats", "1"]) == 0
     (path,) = tmp_path.glob("multigpu_*.json")
