@@ -27,10 +27,18 @@ def test_dask_cluster_runs_the_same_function():
     assert len(reports) == 2 and "Cluster" in kind
 
 
-def test_mpi_sum_with_two_ranks():
-    proc = run_mpirun("-m", "demos.multigpu.mpi_sum", "--n", "100000", timeout=60)
+@pytest.mark.parametrize(
+    ("n", "expected"),
+    [
+        pytest.param(100_000, "rank 1/2", id="any-machine"),
+        # on two GPUs each rank takes its own device and the sum is staged through the host
+        pytest.param(1_000_000, "GPU 1", marks=pytest.mark.multigpu, id="two-gpus"),
+    ],
+)
+def test_mpi_sum_with_two_ranks(n, expected):
+    proc = run_mpirun("-m", "demos.multigpu.mpi_sum", "--n", str(n), timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "OK" in proc.stdout and "rank 1/2" in proc.stdout
+    assert "OK" in proc.stdout and expected in proc.stdout
 
 
 def test_threaded_add_matches_numpy(rng):
