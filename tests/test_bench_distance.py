@@ -9,6 +9,7 @@ import pytest
 import helpers
 from demos import __main__ as cli
 from demos import hardware
+from demos.benchmarks.record import REFERENCE_DIR
 
 
 @pytest.fixture(scope="module")
@@ -91,9 +92,14 @@ def test_plot_skips_unknown_and_missing_plotters(tmp_path, capsys, monkeypatch):
     assert not list(tmp_path.glob("*.png"))
 
 
-def test_bad_sizes_are_rejected():
+def test_bad_sizes_are_rejected_and_reference_sizes_come_from_one_place():
+    from demos.benchmarks import distance, sizes
+
     with pytest.raises(SystemExit):
         cli.main(["bench", "distance", "--sizes", "10,-3"])
+    assert distance.int_list("reference") == list(sizes.DISTANCE_REFERENCE_SIZES)
+    shipped = json.loads((REFERENCE_DIR / "distance.json").read_text())["parameters"]["sizes"]
+    assert shipped == list(sizes.DISTANCE_REFERENCE_SIZES)
 
 
 def test_overhead_without_gpu_is_skipped_with_the_reason(tmp_path, capsys):

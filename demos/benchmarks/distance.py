@@ -37,7 +37,9 @@ DEFAULT_BACKENDS = tuple(
 
 
 def int_list(text: str) -> list[int]:
-    """argparse type: comma-separated positive integers."""
+    """argparse type: comma-separated positive integers ("reference": the shipped run's sizes)."""
+    if text == "reference":
+        return list(sizes.DISTANCE_REFERENCE_SIZES)
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
@@ -51,7 +53,12 @@ def int_list(text: str) -> list[int]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
-    add("--sizes", type=int_list, default=list(sizes.DISTANCE_SIZES), help="e.g. 64,256,1024")
+    add(
+        "--sizes",
+        type=int_list,
+        default=list(sizes.DISTANCE_SIZES),
+        help="e.g. 64,256,1024, or 'reference'",
+    )
     add("--backends", default=",".join(DEFAULT_BACKENDS), help="comma-separated backend names")
     add("--dtype", choices=("float32", "float64"), default="float64")
     add("--repeats", type=int, default=5, help="timed repetitions per measurement")

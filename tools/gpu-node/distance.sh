@@ -17,7 +17,7 @@ if [[ $mode == quick ]]; then
         --chunked 4 --device-memory-fraction 0.005 --overhead --output "$OUTDIR" --no-progress || status=1
     "$PY" -m demos bench kernels --sweep none --output "$OUTDIR" || status=1
 elif [[ $mode == reference ]]; then
-    "$PY" -m demos bench distance --sizes 16,64,256,1024,4096,16384 --repeats 5 --compat \
+    "$PY" -m demos bench distance --sizes reference --repeats 5 --compat \
         --memory 27000 --chunked 24 --device-memory-fraction 0.05 --overhead \
         --output "$OUTDIR" --no-progress || status=1
     "$PY" -m demos bench kernels --sweep grid --output "$OUTDIR" || status=1
