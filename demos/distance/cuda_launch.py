@@ -24,7 +24,13 @@ from demos import hardware
 from demos.distance.cuda_tuned import Layout, layout_of
 
 _COMPILED: dict[tuple, Any] = {}  # (kernel, argument kinds, device) -> cuda.core kernel
-_STATE: dict[str, Any] = {"reason": None, "stream": None, "config_type": None, "launch": None}
+_STATE: dict[str, Any] = {
+    "reason": None,
+    "stream": None,
+    "config_type": None,
+    "launch": None,
+    "several_gpus": None,  # compiled code belongs to one GPU: key by device where that matters
+}
 
 
 def status() -> str:
@@ -60,6 +66,7 @@ def _runtime() -> bool:
         from numba.cuda.cudadrv import driver
 
         _STATE["stream"] = driver._to_core_stream(0)  # the default stream, as Numba launches
+        _STATE["several_gpus"] = hardware.gpu_count() > 1
         _STATE["config_type"] = LaunchConfig
         _STATE["launch"] = core_launch
     except Exception as exc:  # noqa: BLE001 - any failure: launch through Numba, say why
@@ -79,6 +86,10 @@ def launch(dispatcher: Any, plan: Any, arrays: tuple, out_layout: Layout, lanes:
         return False
     layouts = [layout_of(a) for a in arrays[:-1]] + [out_layout]
     key = (id(dispatcher), plan.grid, plan.block, tuple(_kind(lay) for lay in layouts))
+    if _STATE["several_gpus"]:  # one lookup more, only where another GPU could be current
+        from numba import cuda
+
+        key += (cuda.get_current_device().id,)
     entry = _COMPILED.get(key)
     if entry is None:
         _remember_after_numba_launch(dispatcher, plan, arrays, lanes, key)
