@@ -171,3 +171,27 @@ def test_direct_launch_matches_reference_on_repeated_calls(kernel, dtype, rng):
     sliced = cp.full((1000, 336), cp.nan, dtype=dtype)[:, 1:333]  # misaligned, strided rows
     numba_cuda.distance_matrix_device(d_x, d_y, sliced, kernel=kernel)
     assert_distances(sliced, x, y)
+
+
+def test_widened_views_need_divisible_columns_and_aligned_rows():
+    from demos.distance.cuda_tuned import Layout, widened
+
+    f32 = np.dtype(np.float32)
+    out = Layout(4096, (6, 8), (32, 4), f32)
+    assert widened(out, 4) == Layout(4096, (6, 2), (32, 16), np.dtype(np.complex128))
+    assert widened(out, 2) == Layout(4096, (6, 4), (32, 8), np.dtype(np.complex64))
+    assert widened(out._replace(pointer=4100), 4) is None  # not 16-byte aligned
+    assert widened(Layout(0, (6, 6), (24, 4), f32), 4) is None  # 6 columns
+    assert widened(Layout(0, (6, 8), (36, 4), f32), 2) is None  # rows 36 bytes apart
+    assert widened(Layout(0, (6, 8), (64, 8), np.dtype(np.float64)), 4) is None  # no float64 quads
+
+
+def test_direct_launch_parameters_are_numbas_array_arguments():
+    """meminfo, parent, element count, item size, address, shape, strides (bytes)."""
+    from demos.distance.cuda_launch import _kind, _parameters
+    from demos.distance.cuda_tuned import Layout
+
+    layout = Layout(1 << 20, (3, 5), (40, 8), np.dtype(np.float64))
+    assert _parameters(layout) == [0, 0, 15, 8, 1 << 20, 3, 5, 40, 8]
+    assert _kind(layout) == ("<f8", True, False)
+    assert _kind(layout._replace(strides=(48, 8))) == ("<f8", False, False)  # a column slice
