@@ -93,11 +93,11 @@ def test_plot_skips_unknown_and_missing_plotters(tmp_path, capsys, monkeypatch):
 
 
 def test_bad_sizes_are_rejected_and_reference_sizes_come_from_one_place():
-    from demos.benchmarks import distance, sizes
+    from demos.benchmarks import sizes
 
     with pytest.raises(SystemExit):
         cli.main(["bench", "distance", "--sizes", "10,-3"])
-    assert distance.int_list("reference") == list(sizes.DISTANCE_REFERENCE_SIZES)
+    assert sizes.int_list("reference") == list(sizes.DISTANCE_REFERENCE_SIZES)
     shipped = json.loads((REFERENCE_DIR / "distance.json").read_text())["parameters"]["sizes"]
     assert shipped == list(sizes.DISTANCE_REFERENCE_SIZES)
 

@@ -36,26 +36,11 @@ DEFAULT_BACKENDS = tuple(
 )
 
 
-def int_list(text: str) -> list[int]:
-    """argparse type: comma-separated positive integers ("reference": the shipped run's sizes)."""
-    if text == "reference":
-        return list(sizes.DISTANCE_REFERENCE_SIZES)
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated integers, got {text!r}"
-        ) from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"sizes must be positive integers, got {text!r}")
-    return values
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add(
         "--sizes",
-        type=int_list,
+        type=sizes.int_list,
         default=list(sizes.DISTANCE_SIZES),
         help="e.g. 64,256,1024, or 'reference'",
     )
@@ -73,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--overhead", action="store_true", help="cost per call of the device API vs torch.cdist")
     add(
         "--overhead-sizes",
-        type=int_list,
+        type=sizes.int_list,
         default=list(sizes.OVERHEAD_SIZES),
         help="sizes for --overhead (float32 and float64)",
     )

@@ -27,7 +27,6 @@ import numpy as np
 
 from demos import hardware
 from demos.benchmarks import record, sizes
-from demos.benchmarks.distance import int_list
 from demos.distance import numba_cuda, reference
 
 SAMPLED_ROWS = sizes.SPOT_CHECK_ROWS
@@ -38,8 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--float32-n", type=int, default=sizes.KERNEL_PROBLEMS["float32"], help="points, float32")
     add("--float64-n", type=int, default=sizes.KERNEL_PROBLEMS["float64"], help="points, float64")
     add("--sweep", choices=("none", "grid", "full"), default="grid", help="tuning grid to time")
-    add("--blocks", type=int_list, help="threads per block of the tuning grid (overrides --sweep)")
-    add("--rows-per-thread", type=int_list, help="rows per thread of the tuning grid")
+    add(
+        "--blocks",
+        type=sizes.int_list,
+        help="threads per block of the tuning grid (overrides --sweep)",
+    )
+    add("--rows-per-thread", type=sizes.int_list, help="rows per thread of the tuning grid")
     add("--repeats", type=int, default=20, help="timed launches per kernel")
     add("--output", type=Path, default=record.DEFAULT_OUTPUT_DIR, help="folder for the JSON")
     add("--seed", type=int, default=0)

@@ -7,6 +7,8 @@ command line, and the JSON records what was used).
 
 from __future__ import annotations
 
+import argparse
+
 # python -m demos bench distance: the sweep over backends (chapter 3's "GPU loses below a
 # few hundred points"), and the larger reference run recorded on a GPU node
 DISTANCE_SIZES = (64, 256, 1024, 4096)
@@ -31,3 +33,27 @@ KERNEL_BLOCKS = (128, 256)
 KERNEL_ROWS_PER_THREAD = (8, 16, 32, 64, 128)
 KERNEL_BLOCKS_FULL = (64, 128, 256, 512, 1024)
 KERNEL_ROWS_PER_THREAD_FULL = (1, 2, 4, 8, 16, 32, 64)
+
+# python -m demos bench cnn: training batch sizes (CPU devices use those <= 256)
+CNN_BATCH_SIZES = (32, 256, 1024, 4096)
+
+# python -m demos bench multigpu: float32 elements of the reduction's crossover curve,
+# and the Lorenz ensemble (trajectories, steps)
+MULTIGPU_REDUCE_SIZES = (1_000_000, 10_000_000, 30_000_000, 100_000_000, 300_000_000, 750_000_000)
+LORENZ_TRAJECTORIES = 8_388_608
+LORENZ_STEPS = 1000
+
+
+def int_list(text: str) -> list[int]:
+    """argparse type: comma-separated positive integers ("reference": the shipped run's sizes)."""
+    if text == "reference":
+        return list(DISTANCE_REFERENCE_SIZES)
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers, got {text!r}"
+        ) from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"sizes must be positive integers, got {text!r}")
+    return values

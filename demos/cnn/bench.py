@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from demos.benchmarks import sizes
+
 DEVICES = ("cpu1", "cpu", "gpu")
 MEASUREMENTS_NAME = "measurements_tf_cnn_cifar10.json"
 # On a CPU large batches only cost memory and time: one step is already
@@ -41,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--batch-sizes",
-        default="32,256,1024,4096",
+        type=sizes.int_list,
+        default=list(sizes.CNN_BATCH_SIZES),
         help=f"comma list; CPU devices use those <= {CPU_MAX_BATCH}",
     )
     parser.add_argument(
@@ -69,16 +72,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-plot", action="store_true", help="skip the bar chart")
     # internal: one measurement in this process
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
-
-
-def _int_list(text: str, what: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise SystemExit(f"--{what} must be a comma list of integers, got {text!r}") from None
-    if not values or min(values) <= 0:
-        raise SystemExit(f"--{what} needs positive integers, got {text!r}")
-    return values
 
 
 def child_environment(device: str, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -349,7 +342,7 @@ def main(args: argparse.Namespace) -> int:
         raise SystemExit(
             f"--precisions must be from {', '.join(PRECISIONS)}, got {args.precisions!r}"
         )
-    batch_sizes = _int_list(args.batch_sizes, "batch-sizes")
+    batch_sizes = args.batch_sizes
     if args.steps <= 0 or args.repeats <= 0 or args.steps_per_execution <= 0:
         raise SystemExit("--steps, --repeats and --steps-per-execution must be positive")
     from demos import hardware

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from demos import hardware
+from demos.benchmarks import sizes as bench_sizes
 from demos.benchmarks.record import DEFAULT_OUTPUT_DIR, summarize, wall_times, write_result
 
 SCENARIOS = ("matvec", "reduce", "lorenz", "baselines")
@@ -35,8 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--output", type=Path, default=DEFAULT_OUTPUT_DIR, help="directory for JSON and plots"
     )
     parser.add_argument("--name", default=None, help="file name stem (default multigpu_<host GPU>)")
-    parser.add_argument("--lorenz-n", type=int, default=8_388_608)
-    parser.add_argument("--lorenz-steps", type=int, default=1000)
+    parser.add_argument("--lorenz-n", type=int, default=bench_sizes.LORENZ_TRAJECTORIES)
+    parser.add_argument("--lorenz-steps", type=int, default=bench_sizes.LORENZ_STEPS)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-plot", action="store_true")
 
@@ -78,7 +79,7 @@ def bench_matvec(counts: list[int], repeats: int) -> dict:
 def bench_reduce(counts: list[int], repeats: int) -> dict:
     from demos.multigpu.reduce import SplitSum, auto_device_count
 
-    sizes = [1_000_000, 10_000_000, 30_000_000, 100_000_000, 300_000_000, 750_000_000]
+    sizes = list(bench_sizes.MULTIGPU_REDUCE_SIZES)
     curve: dict[str, dict[str, float]] = {}
     eager: dict[str, dict[str, float]] = {}  # the same kernels, launched one by one from Python
     errors = {}
