@@ -15,6 +15,7 @@ import sys
 COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("info",): ("demos.hardware", "what this machine offers: GPUs, simulator, CuPy, TensorFlow"),
     ("bench", "distance"): ("demos.benchmarks.distance", "time the distance-matrix backends over sizes"),
+    ("bench", "kernels"): ("demos.benchmarks.kernels", "the Numba CUDA kernels against the write floor"),
     ("bench", "cnn"): ("demos.cnn.bench", "training throughput of the chapter 5 CNN"),
     ("bench", "multigpu"): ("demos.multigpu.bench", "scaling of the chapter 6 examples over GPUs"),
     ("bench", "profiling"): ("demos.profiling.bench", "chapter 4a: timing, syncs, timeline, overlap, pool"),

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from demos.distance.numba_cpu import distance_matrix_parallel
+from demos.distance import numba_cpu
 
 __all__ = ["distance_matrix"]
 
 
 def distance_matrix(points: np.ndarray) -> np.ndarray:
     """Squared Euclidean distances between all rows of *points* (n, d) -> (n, n)."""
-    return distance_matrix_parallel(points)
+    return numba_cpu.distance_matrix(points)

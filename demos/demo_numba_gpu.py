@@ -10,12 +10,14 @@ launches it exactly as the first lecture did::
 per entry, squared distances of *points* to themselves), not a wrapper. Numba
 copies host arrays to the GPU and back around the launch, which is convenient
 but slow; :mod:`demos.distance.numba_cuda` has the faster kernels and the
-device-array API.
+device-array API; the formula itself is :func:`demos.distance.cuda_teaching.squared_distance`.
 """
 
 from __future__ import annotations
 
 from numba import cuda
+
+from demos.distance.cuda_teaching import squared_distance
 
 __all__ = ["distance_matrix"]
 
@@ -25,9 +27,4 @@ def distance_matrix(points, result):
     """result[i, j] = squared distance between points i and j, one thread per (i, j)."""
     i, j = cuda.grid(2)
     if i < result.shape[0] and j < result.shape[1]:
-        diff = points[i, 0] - points[j, 0]
-        acc = diff * diff  # start from the first term: keeps float32 inputs in float32
-        for k in range(1, points.shape[1]):
-            diff = points[i, k] - points[j, k]
-            acc += diff * diff
-        result[i, j] = acc
+        result[i, j] = squared_distance(points, i, points, j)

@@ -13,10 +13,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from demos.benchmarks import record
+from demos.benchmarks.sizes import OPS_KEYS
 
 # benchmark name -> "module:function" taking (result dict, output dir) and returning written paths
 REGISTRY: dict[str, str] = {
@@ -57,7 +59,9 @@ def plot_distance(data: dict[str, Any], output_dir: Path) -> list[Path]:
         "sweep": _distance_sweep,
         "ops": _distance_ops,
         "memory": _distance_memory,
+        "overhead": _distance_overhead,
         "chunked": None,
+        "kernels": None,
     }.get(mode)
     if draw is None:
         print(f"no figure for distance mode {mode!r}")
@@ -97,11 +101,7 @@ def _distance_sweep(data: dict[str, Any], output_dir: Path) -> list[Path]:
 def _distance_ops(data: dict[str, Any], output_dir: Path) -> list[Path]:
     plt = pyplot()
     rows = data["results"]
-    keys = [
-        k
-        for k in ("np.einsum", "np.matmul", "np.ops", "cp.einsum", "cp.matmul", "cp.ops")
-        if any(k in r for r in rows)
-    ]
+    keys = [k for k in OPS_KEYS if any(k in r for r in rows)]
     fig, ax = plt.subplots(figsize=(max(6, 1.5 * len(rows)), 5))
     width = 0.8 / max(1, len(keys))
     for i, key in enumerate(keys):
@@ -140,6 +140,33 @@ def _distance_memory(data: dict[str, Any], output_dir: Path) -> list[Path]:
     ax.set_title(f"Peak memory, n = {res['n']} ({res['dtype']})" + _title_suffix(data))
     ax.legend()
     return [save_figure(fig, output_dir / "distance_memory.png")]
+
+
+def _distance_overhead(data: dict[str, Any], output_dir: Path) -> list[Path]:
+    plt = pyplot()
+    rows = data["results"]["rows"]
+    dtypes = list(dict.fromkeys(r["dtype"] for r in rows))
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(6 * len(dtypes), 4.5), squeeze=False)
+    for ax, dtype in zip(axes[0], dtypes):
+        mine = sorted((r for r in rows if r["dtype"] == dtype), key=lambda r: r["n"])
+        for key, label in OVERHEAD_SERIES.items():
+            if all(key in r for r in mine):
+                ax.loglog([r["n"] for r in mine], [r[key] * 1e6 for r in mine], "o-", label=label)
+        ax.set_xlabel("number of points n")
+        ax.set_ylabel("time per call [us]")
+        ax.set_title(dtype)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("One distance matrix per call, back to back" + _title_suffix(data))
+    return [save_figure(fig, output_dir / "distance_overhead.png")]
+
+
+OVERHEAD_SERIES = {
+    "public_cupy_out_s": "distance_matrix_device, CuPy arrays",
+    "public_numba_out_s": "distance_matrix_device, Numba arrays",
+    "raw_numba_launch_s": "the same kernel, kernel[grid, block](...)",
+    "torch_cdist_s": "torch.cdist",
+}
 
 
 def _resolve(spec: str) -> Callable[[dict[str, Any], Path], list[Path]]:

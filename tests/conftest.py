@@ -12,12 +12,6 @@ import pytest
 
 from demos import hardware
 
-# numba-cuda 0.30.4 still calls numpy.row_stack, which numpy 2.5 removed. Our
-# pinned install uses numpy 2.4; the lent GPU machines ship numpy 2.5, so the
-# tests patch the alias back there rather than in the product.
-if not hasattr(np, "row_stack"):
-    np.row_stack = np.vstack
-
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     n_gpus = hardware.gpu_count()

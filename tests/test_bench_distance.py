@@ -1,4 +1,4 @@
-"""The distance benchmark CLI and the plot command, end to end on tiny sizes."""
+"""The benchmark commands (bench distance, bench kernels) and plot, end to end on tiny sizes."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import json
 
 import pytest
 
+import helpers
 from demos import __main__ as cli
 from demos import hardware
+from demos.benchmarks.record import REFERENCE_DIR
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +92,53 @@ def test_plot_skips_unknown_and_missing_plotters(tmp_path, capsys, monkeypatch):
     assert not list(tmp_path.glob("*.png"))
 
 
-def test_bad_sizes_are_rejected():
+def test_bad_sizes_are_rejected_and_reference_sizes_come_from_one_place():
+    from demos.benchmarks import sizes
+
     with pytest.raises(SystemExit):
         cli.main(["bench", "distance", "--sizes", "10,-3"])
+    assert sizes.int_list("reference") == list(sizes.DISTANCE_REFERENCE_SIZES)
+    shipped = json.loads((REFERENCE_DIR / "distance.json").read_text())["parameters"]["sizes"]
+    assert shipped == list(sizes.DISTANCE_REFERENCE_SIZES)
+
+
+def test_overhead_without_gpu_is_skipped_with_the_reason(tmp_path, capsys):
+    if hardware.cupy_available():
+        pytest.skip("checks machines without a GPU")
+    args = ["bench", "distance", "--no-sweep", "--overhead", "--output", str(tmp_path)]
+    assert cli.main(args) == 0
+    assert "skipping --overhead" in capsys.readouterr().out
+    assert not (tmp_path / "distance_overhead.json").exists()
+
+
+def test_shipped_measurements_are_derived_from_the_shipped_results():
+    """demos/measurements*.json (read by the original course) come from demos/results/ only."""
+    from demos.benchmarks.distance import compat_dir
+    from demos.benchmarks.distance_sweep import compat_measurements, compat_ops
+    from demos.benchmarks.record import PACKAGE_DIR, REFERENCE_DIR
+
+    sweep = json.loads((REFERENCE_DIR / "distance.json").read_text())["results"]
+    ops = json.loads((REFERENCE_DIR / "distance_ops.json").read_text())["results"]
+    shipped = json.loads((PACKAGE_DIR / "measurements.json").read_text())
+    assert shipped == compat_measurements(sweep["runs"])
+    assert json.loads((PACKAGE_DIR / "measurements_ops.json").read_text()) == compat_ops(ops)
+    assert not list(REFERENCE_DIR.glob("measurements*.json"))  # one source, no copies
+    assert compat_dir(REFERENCE_DIR) == PACKAGE_DIR
+
+
+@pytest.mark.simulator
+@helpers.on_cuda
+def test_kernel_sweep_runs_every_kernel_and_tuning(tmp_path):
+    args = ["bench", "kernels", "--float32-n", "12", "--float64-n", "8", "--repeats", "1"]
+    args += ["--blocks", "4", "--rows-per-thread", "2,4", "--output", str(tmp_path)]
+    assert cli.main(args) == 0
+    data = json.loads((tmp_path / "distance_kernels.json").read_text())
+    assert data["parameters"]["mode"] == "kernels"
+    kernels = [r for r in data["results"]["records"] if "kernel" in r]
+    assert all(r.get("correct") for r in kernels), [r for r in kernels if not r.get("correct")]
+    ran = {(r["dtype"], r["label"]): r["ran"] for r in kernels}
+    assert ran[("float32", "quads")] == "quads"
+    assert ran[("float64", "quads")] == "pairs"  # no float64 quads: the record says so
+    assert ran[("float64", "best")] == "rows"
+    assert ("float32", "pairs block=4 rows=2") in ran
+    assert set(data["results"]["best_by_dtype"]) == {"float32", "float64"}

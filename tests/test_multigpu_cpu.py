@@ -1,16 +1,13 @@
 """Chapter 6 examples on whatever this machine has (CPU workers, simulator, or GPUs)."""
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from demos.multigpu import device_threads, lorenz, pipeline, tiles
 from demos.multigpu.workload import reference
+from helpers import run_mpirun
 
 
 def _workers_for_this_machine() -> int:
@@ -89,16 +86,18 @@ def test_dask_cluster_refuses_more_workers_than_gpus(monkeypatch):
         make_cluster(2)
 
 
-def test_mpi_sum_with_two_ranks():
-    pytest.importorskip("mpi4py")
-    mpirun = shutil.which("mpirun") or shutil.which("mpirun", path=os.path.dirname(sys.executable))
-    if mpirun is None:
-        pytest.skip("no mpirun on PATH (install the 'mpi' extra)")
-    cmd = [mpirun, "-n", "2", sys.executable, "-m", "demos.multigpu.mpi_sum", "--n", "100000"]
-    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}  # Open MPI in containers
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+@pytest.mark.parametrize(
+    ("n", "expected"),
+    [
+        pytest.param(100_000, "rank 1/2 (node-local 1)", id="any-machine"),
+        # on two GPUs each rank takes its own device and the sum is staged through the host
+        pytest.param(1_000_000, "GPU 1", marks=pytest.mark.multigpu, id="two-gpus"),
+    ],
+)
+def test_mpi_sum_with_two_ranks(n, expected):
+    proc = run_mpirun("-m", "demos.multigpu.mpi_sum", "--n", str(n), timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "OK" in proc.stdout and "rank 1/2 (node-local 1)" in proc.stdout
+    assert "OK" in proc.stdout and expected in proc.stdout
 
 
 def test_threaded_add_matches_numpy(rng):
@@ -121,7 +120,12 @@ def test_tiles_reject_non_images(rng):
 def test_pipeline_equals_unsplit_model(rng):
     w1, w2 = pipeline.make_weights(20, 32, 5)
     x = rng.standard_normal((50, 20)).astype(np.float32)
-    np.testing.assert_allclose(pipeline.forward_pipelined(x, w1, w2, micro_batches=4), pipeline.forward(x, w1, w2), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        pipeline.forward_pipelined(x, w1, w2, micro_batches=4),
+        pipeline.forward(x, w1, w2),
+        rtol=1e-4,
+        atol=1e-5,
+    )
     with pytest.raises(ValueError):
         pipeline.forward_pipelined(x, w2, w1)
 
@@ -165,12 +169,13 @@ def test_data_parallel_training_equals_single_device():
 
 
 def test_bench_cli_writes_json_and_plots(tmp_path):
+    from demos import hardware
     from demos.__main__ import main
 
-    from demos import hardware
-
     if hardware.has_gpu():
-        pytest.skip("the full GPU benchmark is run by tools/device/multigpu.sh, not by the test suite")
+        pytest.skip(
+            "the full GPU benchmark is run by tools/gpu-node/multigpu.sh, not by the test suite"
+        )
     assert main(["bench", "multigpu", "--output", str(tmp_path), "--repeats", "1"]) == 0
     (path,) = tmp_path.glob("multigpu_*.json")
     data = json.loads(path.read_text())

@@ -42,3 +42,41 @@ def test_output_check():
         check_output(np.zeros((3, 2)), 3, 3, np.float64)
     with pytest.raises(TypeError, match="float32"):
         check_output(np.zeros((3, 3)), 3, 3, np.float32)
+
+
+def test_pair_check_returns_the_same_array_for_one_point_set(rng):
+    from demos.validation import check_pair
+
+    points = rng.random((4, 3))
+    x, y = check_pair(points)
+    assert x is points and y is points
+
+
+@pytest.mark.parametrize(
+    "other, error, message",
+    [
+        (np.zeros((4, 2)), ValueError, "same number of coordinates, got 3 and 2"),
+        (np.zeros((4, 3), np.float32), TypeError, "same dtype, got float64 and float32"),
+    ],
+)
+def test_pair_check_names_the_mismatch(other, error, message):
+    from demos.validation import check_pair
+
+    with pytest.raises(error, match=message):
+        check_pair(np.zeros((4, 3)), other)
+
+
+def test_library_of_arrays_is_told_from_the_type():
+    from numba import cuda
+
+    from demos.validation import array_library, is_device_array, require_device, require_host
+
+    host = np.zeros((2, 3))
+    device = cuda.to_device(host)  # a simulated device array without a GPU
+    assert array_library(host) == "numpy" and not is_device_array(host)
+    assert is_device_array(device)
+    with pytest.raises(TypeError, match="takes NumPy arrays"):
+        require_host(host, device, backend="X")
+    with pytest.raises(TypeError, match="takes GPU arrays"):
+        require_device(device, host, backend="X")
+    require_host(host, None, backend="X")  # None (no other point set) is fine

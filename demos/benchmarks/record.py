@@ -1,7 +1,11 @@
-"""Writing benchmark results: one JSON layout for every benchmark of the course.
+"""Timing and writing benchmark results: one JSON layout for every benchmark of the course.
+
+Two clocks, one helper each: :func:`wall_times` (host wall clock, for CPU code
+and for what a user of a GPU function waits for) and :func:`gpu_times` (CUDA
+events through ``cupyx.profiler.benchmark``, for work on the GPU alone).
 
 A timing means nothing without the machine it was taken on, so every result
-file carries the hardware and package versions next to the numbers. Reference
+file records the hardware and package versions next to the numbers. Reference
 results measured on the course's GPU machines ship in ``demos/results/``;
 a student's own runs go to ``bench-results/`` (git-ignored) unless told otherwise.
 """
@@ -13,8 +17,9 @@ import json
 import os
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from demos import hardware
 
@@ -26,13 +31,13 @@ DEFAULT_OUTPUT_DIR = Path("bench-results")
 def environment_record() -> dict[str, Any]:
     """The machine and software a measurement was taken with."""
     return {
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         **hardware.report(include_tensorflow=False),
     }
 
 
 def wall_times(fn: Callable[..., Any], *args: Any, repeats: int = 3) -> list[float]:
-    """Wall-clock seconds of *repeats* calls ``fn(*args)``: for CPU code, and GPU code measured host to host.
+    """Wall-clock seconds of *repeats* calls ``fn(*args)``: CPU code, or GPU code host to host.
 
     GPU work alone is timed with CUDA events instead (``cupyx.profiler.benchmark``).
     """
@@ -42,6 +47,41 @@ def wall_times(fn: Callable[..., Any], *args: Any, repeats: int = 3) -> list[flo
         fn(*args)
         times.append(time.perf_counter() - start)
     return times
+
+
+def gpu_times(fn: Callable[..., Any], args: tuple = (), repeats: int = 5, warmup: int = 2):
+    """Seconds per call of ``fn(*args)`` on the GPU (CUDA events around each call), as a list.
+
+    ``cupyx.profiler.benchmark`` records an event before and after every call, so
+    the host's own time (Python, launch overhead) is not counted unless it
+    starves the GPU.
+    """
+    from cupyx.profiler import benchmark
+
+    result = benchmark(fn, args, n_repeat=repeats, n_warmup=warmup)
+    return [float(t) for t in result.gpu_times[0]]
+
+
+def per_call_seconds(
+    fn: Callable[[], Any], synchronize: Callable[[], Any], calls: int, batches: int = 5
+) -> float:
+    """Wall-clock seconds per call of *fn* in back-to-back calls: the median of *batches* batches.
+
+    What an application calling *fn* in a loop pays, host overhead included: for
+    small problems that is the launch cost, for large ones the GPU's time. Each
+    batch makes *calls* calls and synchronises once; the median batch ignores a
+    batch slowed by something else on the node (a clock ramping up, another process).
+    """
+    fn()
+    synchronize()  # warm (compiled, cached) and idle before the clock starts
+    means = []
+    for _ in range(batches):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        synchronize()
+        means.append((time.perf_counter() - start) / calls)
+    return statistics.median(means)
 
 
 def summarize(seconds: list[float]) -> dict[str, float]:
@@ -98,8 +138,10 @@ def load_reference(relative_path: str) -> Any:
     """
     path = PACKAGE_DIR / relative_path
     if not path.exists():
-        print(f"Reference results not found: demos/{relative_path} is missing in this copy of the course. "
-              "The plot below is skipped; run the benchmark yourself on a GPU to make it.")
+        print(
+            f"Reference results not found: demos/{relative_path} is missing in this copy of "
+            "the course. The plot below is skipped; run the benchmark yourself on a GPU to make it."
+        )
         return None
     return json.loads(path.read_text(encoding="utf-8"))
 

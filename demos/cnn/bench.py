@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from demos.benchmarks import sizes
+
 DEVICES = ("cpu1", "cpu", "gpu")
 MEASUREMENTS_NAME = "measurements_tf_cnn_cifar10.json"
 # On a CPU large batches only cost memory and time: one step is already
@@ -36,30 +38,40 @@ CPU_MAX_BATCH = 256
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--devices", default="cpu1,cpu,gpu", help="comma list of cpu1, cpu, gpu (default: all)")
-    parser.add_argument("--batch-sizes", default="32,256,1024,4096",
-                        help=f"comma list; CPU devices use those <= {CPU_MAX_BATCH}")
-    parser.add_argument("--precisions", default="float32,mixed_bfloat16",
-                        help="comma list of float32, mixed_float16, mixed_bfloat16 (mixed ones on the GPU only)")
+    parser.add_argument(
+        "--devices", default="cpu1,cpu,gpu", help="comma list of cpu1, cpu, gpu (default: all)"
+    )
+    parser.add_argument(
+        "--batch-sizes",
+        type=sizes.int_list,
+        default=list(sizes.CNN_BATCH_SIZES),
+        help=f"comma list; CPU devices use those <= {CPU_MAX_BATCH}",
+    )
+    parser.add_argument(
+        "--precisions",
+        default="float32,mixed_bfloat16",
+        help="comma list of float32, mixed_float16, mixed_bfloat16 (mixed ones on the GPU only)",
+    )
     parser.add_argument("--steps", type=int, default=20, help="timed training steps per repeat")
-    parser.add_argument("--repeats", type=int, default=3, help="timed repeats (the median is reported)")
-    parser.add_argument("--steps-per-execution", type=int, default=1, help="training steps per compiled call")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds allowed per configuration")
-    parser.add_argument("--output", type=Path, default=None, help="folder for the JSON and the chart (default bench-results/)")
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="timed repeats (the median is reported)"
+    )
+    parser.add_argument(
+        "--steps-per-execution", type=int, default=1, help="training steps per compiled call"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=600.0, help="seconds allowed per configuration"
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="folder for the JSON and the chart (default bench-results/)",
+    )
     parser.add_argument("--label", default=None, help="name of this setup in the measurements file")
     parser.add_argument("--no-plot", action="store_true", help="skip the bar chart")
     # internal: one measurement in this process
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
-
-
-def _int_list(text: str, what: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise SystemExit(f"--{what} must be a comma list of integers, got {text!r}") from None
-    if not values or min(values) <= 0:
-        raise SystemExit(f"--{what} needs positive integers, got {text!r}")
-    return values
 
 
 def child_environment(device: str, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -72,16 +84,30 @@ def child_environment(device: str, base: dict[str, str] | None = None) -> dict[s
         env["CUDA_VISIBLE_DEVICES"] = ""
         env["JAX_PLATFORMS"] = "cpu"
     if device == "cpu1":
-        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                     "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
+        for name in (
+            "OMP_NUM_THREADS",
+            "MKL_NUM_THREADS",
+            "OPENBLAS_NUM_THREADS",
+            "TF_NUM_INTRAOP_THREADS",
+            "TF_NUM_INTEROP_THREADS",
+        ):
             env[name] = "1"
-        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
-                            " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
+        env["XLA_FLAGS"] = (
+            env.get("XLA_FLAGS", "")
+            + " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+        ).strip()
     return env
 
 
-def measure(device: str, batch_size: int, precision: str, steps: int, repeats: int,
-            steps_per_execution: int = 1, resident: bool | None = None) -> dict[str, Any]:
+def measure(
+    device: str,
+    batch_size: int,
+    precision: str,
+    steps: int,
+    repeats: int,
+    steps_per_execution: int = 1,
+    resident: bool | None = None,
+) -> dict[str, Any]:
     """Train on synthetic data in this process; images/s = images per repeat / median repeat time.
 
     ``resident`` (default: on every backend but TensorFlow) keeps the data on
@@ -92,7 +118,9 @@ def measure(device: str, batch_size: int, precision: str, steps: int, repeats: i
     if pin:
         os.sched_setaffinity(0, {min(original_cpus)})
     try:
-        return _measure(device, batch_size, precision, steps, repeats, steps_per_execution, resident)
+        return _measure(
+            device, batch_size, precision, steps, repeats, steps_per_execution, resident
+        )
     finally:  # called in a notebook, leave the kernel as it was
         from demos.cnn.train import set_precision
 
@@ -101,8 +129,15 @@ def measure(device: str, batch_size: int, precision: str, steps: int, repeats: i
             os.sched_setaffinity(0, original_cpus)
 
 
-def _measure(device: str, batch_size: int, precision: str, steps: int, repeats: int,
-             steps_per_execution: int, resident: bool | None) -> dict[str, Any]:
+def _measure(
+    device: str,
+    batch_size: int,
+    precision: str,
+    steps: int,
+    repeats: int,
+    steps_per_execution: int,
+    resident: bool | None,
+) -> dict[str, Any]:
     import keras
     import numpy as np
 
@@ -141,23 +176,41 @@ def _measure(device: str, batch_size: int, precision: str, steps: int, repeats: 
         pool = []
         for i in range(min(steps, 4)):
             x_np, y_np = synthetic_images(batch_size, seed=i)
-            pool.append((keras.ops.cast(keras.ops.convert_to_tensor(x_np), compute_dtype),
-                         keras.ops.convert_to_tensor(y_np)))
+            pool.append(
+                (
+                    keras.ops.cast(keras.ops.convert_to_tensor(x_np), compute_dtype),
+                    keras.ops.convert_to_tensor(y_np),
+                )
+            )
 
         def data():
             for i in itertools.count():
                 yield pool[i % len(pool)]
 
         def fit(epochs, callbacks=()):
-            model.fit(data(), steps_per_epoch=steps, epochs=epochs, shuffle=False, verbose=0, callbacks=list(callbacks))
+            model.fit(
+                data(),
+                steps_per_epoch=steps,
+                epochs=epochs,
+                shuffle=False,
+                verbose=0,
+                callbacks=list(callbacks),
+            )
     else:
         # TensorFlow: Keras feeds numpy arrays through tf.data with prefetching.
         one_x, one_y = synthetic_images(batch_size)
         x, y = np.concatenate([one_x] * steps), np.concatenate([one_y] * steps)
 
         def fit(epochs, callbacks=()):
-            model.fit(x, y, batch_size=batch_size, epochs=epochs, shuffle=False, verbose=0,
-                      callbacks=list(callbacks))
+            model.fit(
+                x,
+                y,
+                batch_size=batch_size,
+                epochs=epochs,
+                shuffle=False,
+                verbose=0,
+                callbacks=list(callbacks),
+            )
 
     class EpochTimer(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
@@ -173,34 +226,67 @@ def _measure(device: str, batch_size: int, precision: str, steps: int, repeats: 
     fit(repeats, [EpochTimer()])
     median = float(np.median(seconds))
     return {
-        "device": device, "backend": keras.backend.backend(), "batch_size": batch_size,
-        "precision": precision, "steps": steps, "steps_per_execution": steps_per_execution,
-        "images_per_second": batch_size * steps / median, "data_on_device": resident, "repeat_seconds": seconds,
-        "warmup_seconds": warmup, "threads": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "device": device,
+        "backend": keras.backend.backend(),
+        "batch_size": batch_size,
+        "precision": precision,
+        "steps": steps,
+        "steps_per_execution": steps_per_execution,
+        "images_per_second": batch_size * steps / median,
+        "data_on_device": resident,
+        "repeat_seconds": seconds,
+        "warmup_seconds": warmup,
+        "threads": len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else os.cpu_count(),
     }
 
 
-def _run_child(device: str, batch_size: int, precision: str, args: argparse.Namespace) -> dict[str, Any]:
-    spec = json.dumps({"device": device, "batch_size": batch_size, "precision": precision,
-                       "steps": args.steps, "repeats": args.repeats,
-                       "steps_per_execution": args.steps_per_execution})
+def _run_child(
+    device: str, batch_size: int, precision: str, args: argparse.Namespace
+) -> dict[str, Any]:
+    spec = json.dumps(
+        {
+            "device": device,
+            "batch_size": batch_size,
+            "precision": precision,
+            "steps": args.steps,
+            "repeats": args.repeats,
+            "steps_per_execution": args.steps_per_execution,
+        }
+    )
     command = [sys.executable, "-m", "demos", "bench", "cnn", "--worker", spec]
     try:
-        done = subprocess.run(command, env=child_environment(device), capture_output=True, text=True,
-                              timeout=args.timeout)
+        done = subprocess.run(
+            command,
+            env=child_environment(device),
+            capture_output=True,
+            text=True,
+            timeout=args.timeout,
+        )
     except subprocess.TimeoutExpired:
-        return {"device": device, "batch_size": batch_size, "precision": precision,
-                "error": f"timed out after {args.timeout:.0f} s"}
+        return {
+            "device": device,
+            "batch_size": batch_size,
+            "precision": precision,
+            "error": f"timed out after {args.timeout:.0f} s",
+        }
     for line in reversed(done.stdout.splitlines()):
         if line.startswith("{"):
             return json.loads(line)
     tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-    return {"device": device, "batch_size": batch_size, "precision": precision,
-            "error": f"exit {done.returncode}: " + " | ".join(tail)}
+    return {
+        "device": device,
+        "batch_size": batch_size,
+        "precision": precision,
+        "error": f"exit {done.returncode}: " + " | ".join(tail),
+    }
 
 
-def configurations(devices: list[str], batch_sizes: list[int], precisions: list[str]) -> list[tuple[str, int, str]]:
-    """(device, batch, precision) to measure: batch 32 in float32 always; mixed precision on the GPU only."""
+def configurations(
+    devices: list[str], batch_sizes: list[int], precisions: list[str]
+) -> list[tuple[str, int, str]]:
+    """(device, batch, precision) to measure: batch 32 in float32 always; mixed on the GPU only."""
     out = []
     for device in devices:
         out.append((device, 32, "float32"))
@@ -218,8 +304,11 @@ def device_names() -> dict[str, str]:
     from demos import hardware
 
     gpus = hardware.gpus()
-    return {"cpu1": "CPU 1 thread", "cpu": f"CPU {os.cpu_count()} threads",
-            "gpu": gpus[0].name if gpus else "GPU"}
+    return {
+        "cpu1": "CPU 1 thread",
+        "cpu": f"CPU {os.cpu_count()} threads",
+        "gpu": gpus[0].name if gpus else "GPU",
+    }
 
 
 def summarize(results: list[dict[str, Any]], label: str) -> dict[str, dict[str, float]]:
@@ -250,8 +339,10 @@ def main(args: argparse.Namespace) -> int:
     from demos.cnn import PRECISIONS
 
     if not precisions or any(p not in PRECISIONS for p in precisions):
-        raise SystemExit(f"--precisions must be from {', '.join(PRECISIONS)}, got {args.precisions!r}")
-    batch_sizes = _int_list(args.batch_sizes, "batch-sizes")
+        raise SystemExit(
+            f"--precisions must be from {', '.join(PRECISIONS)}, got {args.precisions!r}"
+        )
+    batch_sizes = args.batch_sizes
     if args.steps <= 0 or args.repeats <= 0 or args.steps_per_execution <= 0:
         raise SystemExit("--steps, --repeats and --steps-per-execution must be positive")
     from demos import hardware
@@ -267,20 +358,33 @@ def main(args: argparse.Namespace) -> int:
     results: list[dict[str, Any]] = []
     for device, batch, precision in configurations(devices, batch_sizes, precisions):
         result = _run_child(device, batch, precision, args)
-        shown = (f"{result['images_per_second']:,.0f} images/s" if "images_per_second" in result
-                 else f"FAILED: {result['error']}")
+        shown = (
+            f"{result['images_per_second']:,.0f} images/s"
+            if "images_per_second" in result
+            else f"FAILED: {result['error']}"
+        )
         print(f"{device:>4} batch {batch:>5} {precision:<15} {shown}", flush=True)
         results.append(result)
         # written after every configuration, so a run cut short keeps what it measured
-        write_result(path, "cnn", results, devices=devices, batch_sizes=batch_sizes,
-                     precisions=precisions, steps=args.steps, repeats=args.repeats,
-                     steps_per_execution=args.steps_per_execution, label=label,
-                     device_names=device_names(), data="synthetic CIFAR-sized images")
+        write_result(
+            path,
+            "cnn",
+            results,
+            devices=devices,
+            batch_sizes=batch_sizes,
+            precisions=precisions,
+            steps=args.steps,
+            repeats=args.repeats,
+            steps_per_execution=args.steps_per_execution,
+            label=label,
+            device_names=device_names(),
+            data="synthetic CIFAR-sized images",
+        )
         write_json(output / MEASUREMENTS_NAME, summarize(results, label))
     print(f"wrote {path} and {output / MEASUREMENTS_NAME}")
     if not args.no_plot:
-        from demos.cnn.plots import plot
         from demos.benchmarks.record import read_result
+        from demos.cnn.plots import plot
 
         for figure in plot(read_result(path), output):
             print(f"wrote {figure}")

@@ -2,7 +2,7 @@
 
 27,000 float64 points make a 5.8 GB matrix; 100,000 points make 80 GB, more than
 most GPUs hold. Rows of D are independent, so the GPU can compute a band of
-``block_rows`` rows at a time (with :func:`cupy_backend.distance_matrix_lean`,
+``block_rows`` rows at a time (with :func:`cupy_lean.distance_matrix_device`,
 no temporaries) and stream it to host memory, or to a ``np.memmap`` on disk.
 
 Two CUDA streams, each with its own device block and pinned host staging
@@ -25,7 +25,7 @@ import numpy as np
 
 from demos import hardware
 from demos.distance import generic
-from demos.validation import check_output, check_points
+from demos.validation import check_output, check_pair, require_host
 
 N_STREAMS = 2
 COPY_THREADS = max(1, min(8, os.cpu_count() or 1))  # host copies staging -> out in parallel
@@ -37,7 +37,7 @@ def choose_block_rows(m: int, itemsize: int, budget_bytes: float, n_buffers: int
     return max(1, int(budget_bytes // (n_buffers * m * itemsize)))
 
 
-def distance_matrix_chunked(
+def distance_matrix(
     points: np.ndarray,
     other: np.ndarray | None = None,
     out: np.ndarray | None = None,
@@ -58,14 +58,8 @@ def distance_matrix_chunked(
 
     Returns *out*. Uses the GPU when CuPy can reach one, else NumPy (same blocks).
     """
-    x = check_points(points, name="points")
-    y = x if other is None else check_points(other, name="other")
-    if not isinstance(x, np.ndarray) or not isinstance(y, np.ndarray):
-        raise TypeError("distance_matrix_chunked takes NumPy arrays and writes to host memory")
-    if y.shape[1] != x.shape[1] or y.dtype != x.dtype:
-        raise ValueError(
-            "points and other must have the same number of coordinates and the same dtype"
-        )
+    x, y = check_pair(points, other)
+    require_host(x, y, out, backend="The chunked distance matrix (it writes to host memory)")
     if not 0 < device_memory_fraction <= 1:
         raise ValueError(f"device_memory_fraction must be in (0, 1], got {device_memory_fraction}")
     if block_rows is not None and int(block_rows) < 1:
@@ -74,7 +68,7 @@ def distance_matrix_chunked(
     if out is None:
         out = np.empty((n, m), dtype=x.dtype)
     else:
-        check_output(out, n, m, x.dtype, name="out")
+        check_output(out, n, m, x.dtype)
     if hardware.cupy_available():
         _fill_gpu(x, y, out, block_rows, device_memory_fraction, progress)
     else:
@@ -116,7 +110,7 @@ def _fill_gpu(
     import cupy as cp
     import cupyx
 
-    from demos.distance.cupy_backend import distance_matrix_lean
+    from demos.distance.cupy_lean import distance_matrix_device
 
     n, m = x.shape[0], y.shape[0]
     d_x = cp.asarray(x)
@@ -155,7 +149,7 @@ def _fill_gpu(
             drain(s)  # buffer s is free again (its previous block reached the host)
             rows = stop - start
             with streams[s]:
-                distance_matrix_lean(d_x[start:stop], d_y, out=blocks[s][:rows])
+                distance_matrix_device(d_x[start:stop], d_y, out=blocks[s][:rows])
                 cp.asnumpy(
                     blocks[s][:rows], stream=streams[s], out=staging[s][:rows], blocking=False
                 )

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from demos.validation import check_points
+from demos.validation import array_library, check_pair
 
 
 def get_array_module(*arrays: Any) -> ModuleType:
@@ -28,11 +28,10 @@ def get_array_module(*arrays: Any) -> ModuleType:
     Like ``cupy.get_array_module`` but never imports CuPy for NumPy inputs, so it
     works (and is fast) where CuPy is not installed.
     """
-    for array in arrays:
-        if type(array).__module__.split(".")[0] == "cupy":
-            import cupy
+    if any(array_library(array) == "cupy" for array in arrays):
+        import cupy
 
-            return cupy
+        return cupy
     return np
 
 
@@ -52,26 +51,17 @@ def combine(x2: Any, xy: Any, y2: Any) -> Any:
     return x2[:, None] - 2 * xy + y2[None, :]
 
 
-def distance_matrix(x: Any, y: Any = None) -> Any:
-    """Squared distances between the rows of *x* and *y* (default *x*); same module and dtype."""
-    # GPU arrays skip the NaN scan: it would cost a pass over the data and a device sync.
-    on_host = isinstance(x, np.ndarray)
-    check_points(x, name="points", allow_nonfinite=not on_host)
-    if y is None:
-        y = x
-    else:
-        check_points(y, name="other", allow_nonfinite=not on_host)
-        if x.shape[1] != y.shape[1]:
-            raise ValueError(
-                "points and other must have the same number of coordinates, "
-                f"got {x.shape[1]} and {y.shape[1]}"
-            )
-        if x.dtype != y.dtype:
-            raise TypeError(
-                f"points and other must have the same dtype, got {x.dtype} and {y.dtype}"
-            )
-        if get_array_module(x) is not get_array_module(y):
-            raise TypeError("points and other must both be NumPy arrays or both CuPy arrays")
+def distance_matrix(points: Any, other: Any = None) -> Any:
+    """Squared distances between the rows of *points* and *other* (default *points*).
+
+    Both NumPy or both CuPy, same dtype; the result is in the inputs' module and dtype.
+    """
+    x, y = check_pair(points, other)
+    return distance_of_checked(x, y)
+
+
+def distance_of_checked(x: Any, y: Any) -> Any:
+    """The three steps on inputs :func:`demos.validation.check_pair` has accepted (y may be x)."""
     x2 = row_norms(x)
     y2 = x2 if y is x else row_norms(y)
     return combine(x2, inner_products(x, y), y2)

@@ -1,8 +1,8 @@
 """Squared Euclidean distance matrix compiled for the CPU with Numba.
 
 Chapter 4 compares the CUDA kernels with the same loop compiled for the CPU,
-once on a single core (:func:`distance_matrix_serial`) and once on all cores
-(:func:`distance_matrix_parallel`, ``prange`` over the rows).
+once on a single core (``distance_matrix(points, parallel=False)``) and once on
+all cores (the default, ``prange`` over the rows).
 
 Why these loops beat NumPy's ``x2 - 2 x.y + y2`` formulation although they do
 "more arithmetic": for d = 3 the matrix product has an inner dimension of
@@ -22,9 +22,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from demos.validation import check_points
+from demos.validation import check_pair, require_host
 
-__all__ = ["distance_matrix_serial", "distance_matrix_parallel"]
+__all__ = ["distance_matrix"]
 
 
 @njit(inline="always")
@@ -56,46 +56,19 @@ def _rows_parallel(x: np.ndarray, yt: np.ndarray, out: np.ndarray) -> None:
         _fill_row(out[i], x[i], yt)
 
 
-def _prepare(
-    points: np.ndarray, other: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Validate, and return (x, y transposed to (d, m) contiguous, empty output)."""
-    x = check_points(points, name="points")
-    y = x if other is None else check_points(other, name="other")
-    if not isinstance(x, np.ndarray) or not isinstance(y, np.ndarray):
-        raise TypeError(
-            "the Numba CPU versions need NumPy arrays; for GPU arrays use "
-            "demos.distance.numba_cuda.distance_matrix_device"
-        )
-    if x.dtype != y.dtype:
-        raise TypeError(f"points and other must have the same dtype, got {x.dtype} and {y.dtype}")
-    if x.shape[1] != y.shape[1]:
-        raise ValueError(
-            "points and other must have the same number of coordinates, "
-            f"got {x.shape[1]} and {y.shape[1]}"
-        )
+def distance_matrix(
+    points: np.ndarray, other: np.ndarray | None = None, *, parallel: bool = True
+) -> np.ndarray:
+    """D[i, j] = sum_k (points[i, k] - other[j, k])**2, on all CPU cores or on one.
+
+    *other* defaults to *points*; the result has the input dtype (float32 or
+    float64). With *parallel* the rows are spread over the threads Numba is set
+    to use (``NUMBA_NUM_THREADS`` or ``numba.set_num_threads``).
+    """
+    x, y = check_pair(points, other)
+    require_host(x, y, backend="The Numba CPU distance matrix")
     x = np.ascontiguousarray(x)
-    yt = np.ascontiguousarray(y.T)
+    yt = np.ascontiguousarray(y.T)  # (d, m): the innermost loop runs over contiguous columns
     out = np.empty((x.shape[0], y.shape[0]), dtype=x.dtype)
-    return x, yt, out
-
-
-def distance_matrix_serial(points: np.ndarray, other: np.ndarray | None = None) -> np.ndarray:
-    """D[i, j] = sum_k (points[i, k] - other[j, k])**2 on one CPU core.
-
-    *other* defaults to *points*. The result has the input dtype (float32 or float64).
-    """
-    x, yt, out = _prepare(points, other)
-    _rows_serial(x, yt, out)
-    return out
-
-
-def distance_matrix_parallel(points: np.ndarray, other: np.ndarray | None = None) -> np.ndarray:
-    """Like :func:`distance_matrix_serial`, with the rows spread over all CPU cores.
-
-    The number of threads follows Numba's settings (``NUMBA_NUM_THREADS`` or
-    ``numba.set_num_threads``).
-    """
-    x, yt, out = _prepare(points, other)
-    _rows_parallel(x, yt, out)
+    (_rows_parallel if parallel else _rows_serial)(x, yt, out)
     return out

@@ -19,18 +19,25 @@ from pathlib import Path
 import numpy as np
 
 from demos import hardware
-from demos.benchmarks.record import DEFAULT_OUTPUT_DIR, summarize, write_result
+from demos.benchmarks import sizes as bench_sizes
+from demos.benchmarks.record import DEFAULT_OUTPUT_DIR, summarize, wall_times, write_result
 
 SCENARIOS = ("matvec", "reduce", "lorenz", "baselines")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--scenario", default=",".join(SCENARIOS), help=f"comma list of {', '.join(SCENARIOS)}")
-    parser.add_argument("--gpus", default=None, help="comma list of GPU counts (default: 1,2,4 up to what exists)")
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT_DIR, help="directory for JSON and plots")
+    parser.add_argument(
+        "--scenario", default=",".join(SCENARIOS), help=f"comma list of {', '.join(SCENARIOS)}"
+    )
+    parser.add_argument(
+        "--gpus", default=None, help="comma list of GPU counts (default: 1,2,4 up to what exists)"
+    )
+    parser.add_argument(
+        "--output", type=Path, default=DEFAULT_OUTPUT_DIR, help="directory for JSON and plots"
+    )
     parser.add_argument("--name", default=None, help="file name stem (default multigpu_<host GPU>)")
-    parser.add_argument("--lorenz-n", type=int, default=8_388_608)
-    parser.add_argument("--lorenz-steps", type=int, default=1000)
+    parser.add_argument("--lorenz-n", type=int, default=bench_sizes.LORENZ_TRAJECTORIES)
+    parser.add_argument("--lorenz-steps", type=int, default=bench_sizes.LORENZ_STEPS)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-plot", action="store_true")
 
@@ -52,7 +59,11 @@ def _speedups(times: dict[str, float]) -> dict[str, float]:
 def bench_matvec(counts: list[int], repeats: int) -> dict:
     from demos.multigpu.matvec import SplitMatVec
 
-    n, m, out = 10_000, 300_000, {"n": 10_000, "m": 300_000, "dtype": "float32", "times_s": {}, "error": {}}
+    n, m, out = (
+        10_000,
+        300_000,
+        {"n": 10_000, "m": 300_000, "dtype": "float32", "times_s": {}, "error": {}},
+    )
     for g in counts:
         mv = SplitMatVec.random(n, m, g)
         out["error"][str(g)] = mv.max_relative_error()
@@ -68,7 +79,7 @@ def bench_matvec(counts: list[int], repeats: int) -> dict:
 def bench_reduce(counts: list[int], repeats: int) -> dict:
     from demos.multigpu.reduce import SplitSum, auto_device_count
 
-    sizes = [1_000_000, 10_000_000, 30_000_000, 100_000_000, 300_000_000, 750_000_000]
+    sizes = list(bench_sizes.MULTIGPU_REDUCE_SIZES)
     curve: dict[str, dict[str, float]] = {}
     eager: dict[str, dict[str, float]] = {}  # the same kernels, launched one by one from Python
     errors = {}
@@ -78,11 +89,15 @@ def bench_reduce(counts: list[int], repeats: int) -> dict:
         for g in counts:
             s = SplitSum.filled(n, g)
             exact = s.exact()
-            errors[f"{n}/{g}"] = max(abs(s.run(use_graph) - exact) / exact for use_graph in (True, False))
+            errors[f"{n}/{g}"] = max(
+                abs(s.run(use_graph) - exact) / exact for use_graph in (True, False)
+            )
             if s.graph_error:
                 graph_errors[f"{n}/{g}"] = s.graph_error
             curve[str(n)][str(g)] = min(s.time_per_call(repeats=20) for _ in range(repeats))
-            eager[str(n)][str(g)] = min(s.time_per_call(repeats=20, use_graph=False) for _ in range(repeats))
+            eager[str(n)][str(g)] = min(
+                s.time_per_call(repeats=20, use_graph=False) for _ in range(repeats)
+            )
             del s
             _free_all()
     best = {n: min(c, key=c.get) for n, c in curve.items()}
@@ -95,7 +110,9 @@ def bench_reduce(counts: list[int], repeats: int) -> dict:
         "speedup": {n: _speedups(c) for n, c in curve.items()},
         "fastest_gpu_count": best,
         "auto_gpu_count": auto,
-        "auto_time_s": {n: curve[n][str(auto[n])] if str(auto[n]) in curve[n] else None for n in curve},
+        "auto_time_s": {
+            n: curve[n][str(auto[n])] if str(auto[n]) in curve[n] else None for n in curve
+        },
         "crossover_size": min(multi) if multi else None,
         "relative_error": errors,
         "times_s_eager": eager,
@@ -111,7 +128,14 @@ def bench_lorenz(counts: list[int], n: int, steps: int, repeats: int) -> dict:
     u0, params = lorenz.ensemble_problem(n)
     check = slice(0, 2000)
     reference = lorenz.lorenz_numpy(u0[check], params[check], dt, steps)
-    out = {"n": n, "steps": steps, "dt": dt, "dtype": "float32", "times_s": {}, "max_abs_error_vs_numpy": {}}
+    out = {
+        "n": n,
+        "steps": steps,
+        "dt": dt,
+        "dtype": "float32",
+        "times_s": {},
+        "max_abs_error_vs_numpy": {},
+    }
     for g in counts:
         ens = lorenz.ResidentEnsemble(u0, params, g)
         ens.run(dt, steps)  # compile + warm-up on every device
@@ -134,7 +158,10 @@ def bench_baselines(n: int, steps: int, numba_time: float | None) -> dict:
         del ens
     numba_end = lorenz.lorenz_gpu(u0[:100_000], params[:100_000], dt, steps)
     out = {"n": n, "steps": steps, "numba_cuda_s": numba_time}
-    for name, fn in (("diffrax_vmap", lorenz_baselines.diffrax_rk4), ("torchdiffeq", lorenz_baselines.torchdiffeq_rk4)):
+    for name, fn in (
+        ("diffrax_vmap", lorenz_baselines.diffrax_rk4),
+        ("torchdiffeq", lorenz_baselines.torchdiffeq_rk4),
+    ):
         try:
             seconds, end, method = fn(u0, params, dt, steps)
             out[name] = {
@@ -155,7 +182,11 @@ def bench_cpu(repeats: int) -> dict:
     from demos.multigpu.splitting import matvec_split, sum_split
 
     rng = np.random.default_rng(0)
-    a, x, v = rng.random((1000, 30_000), dtype=np.float32), rng.random(30_000, dtype=np.float32), rng.random(10_000_000, dtype=np.float32)
+    a, x, v = (
+        rng.random((1000, 30_000), dtype=np.float32),
+        rng.random(30_000, dtype=np.float32),
+        rng.random(10_000_000, dtype=np.float32),
+    )
     u0, p = lorenz.ensemble_problem(10_000)
     lorenz.lorenz_cpu(u0[:10], p[:10], 0.001, 10)  # compile
     timings = {}
@@ -164,12 +195,7 @@ def bench_cpu(repeats: int) -> dict:
         "sum_10M_numpy": lambda: sum_split(v, 1),
         "lorenz_10000x1000_numba_cpu": lambda: lorenz.lorenz_cpu(u0, p, 0.001, 1000),
     }.items():
-        runs = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            fn()
-            runs.append(time.perf_counter() - t)
-        timings[name] = summarize(runs)
+        timings[name] = summarize(wall_times(fn, repeats=repeats))
     return timings
 
 
@@ -182,22 +208,33 @@ def _free_all() -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX must not grab 75% of every GPU
+    os.environ.setdefault(
+        "XLA_PYTHON_CLIENT_PREALLOCATE", "false"
+    )  # JAX must not grab 75% of every GPU
     scenarios = [s.strip() for s in args.scenario.split(",") if s.strip()]
     unknown = set(scenarios) - set(SCENARIOS)
     if unknown:
-        raise SystemExit(f"unknown scenario(s) {sorted(unknown)}; choose from {', '.join(SCENARIOS)}")
+        raise SystemExit(
+            f"unknown scenario(s) {sorted(unknown)}; choose from {', '.join(SCENARIOS)}"
+        )
     available = hardware.gpu_count()
     results: dict = {"gpu_count": available}
-    stem = args.name or ("multigpu_" + (hardware.gpus()[0].name.split()[-1].lower() if available else "cpu"))
+    stem = args.name or (
+        "multigpu_" + (hardware.gpus()[0].name.split()[-1].lower() if available else "cpu")
+    )
     path = args.output / f"{stem}.json"
     if available == 0 or not hardware.cupy_available():
-        print(f"No usable GPU ({hardware.cupy_status()[1]}): timing the NumPy / Numba-CPU versions at small sizes.")
+        print(
+            f"No usable GPU ({hardware.cupy_status()[1]}): "
+            "timing the NumPy / Numba-CPU versions at small sizes."
+        )
         results["cpu"] = bench_cpu(args.repeats)
         counts: list[int] = []
     else:
         counts = _gpu_counts(args.gpus, available)
-        print(f"{available} GPU(s): {hardware.gpus()[0].name}; timing on {counts} GPU(s)", flush=True)
+        print(
+            f"{available} GPU(s): {hardware.gpus()[0].name}; timing on {counts} GPU(s)", flush=True
+        )
         for name in scenarios:
             print(f"- {name}", flush=True)
             start = time.perf_counter()
@@ -210,14 +247,19 @@ def main(args: argparse.Namespace) -> int:
             elif name == "baselines":
                 numba_time = results.get("lorenz", {}).get("times_s", {}).get("1")
                 results[name] = bench_baselines(args.lorenz_n, args.lorenz_steps, numba_time)
-            write_result(path, "multigpu", results, scenarios=scenarios, gpu_counts=counts)  # keep partial results
-            print(f"  {name} done in {time.perf_counter() - start:.1f} s: "
-                  f"{ {k: v for k, v in results[name].items() if k in ('speedup', 'times_s')} }", flush=True)
+            write_result(
+                path, "multigpu", results, scenarios=scenarios, gpu_counts=counts
+            )  # keep partial results
+            print(
+                f"  {name} done in {time.perf_counter() - start:.1f} s: "
+                f"{ {k: v for k, v in results[name].items() if k in ('speedup', 'times_s')} }",
+                flush=True,
+            )
     path = write_result(path, "multigpu", results, scenarios=scenarios, gpu_counts=counts)
     print(f"wrote {path}")
     if not args.no_plot:
-        from demos.multigpu.plots import plot
         from demos.benchmarks.record import read_result
+        from demos.multigpu.plots import plot
 
         for figure in plot(read_result(path), args.output):
             print(f"wrote {figure}")

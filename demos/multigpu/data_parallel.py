@@ -16,7 +16,9 @@ import contextlib
 import numpy as np
 
 
-def toy_data(n: int = 256, features: int = 8, classes: int = 3, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def toy_data(
+    n: int = 256, features: int = 8, classes: int = 3, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """A small separable classification problem (labels from a fixed linear map)."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, features)).astype(np.float32)
@@ -35,15 +37,30 @@ def distribution_scope(distributed: bool):
         import tensorflow as tf
 
         strategy = tf.distribute.MirroredStrategy()
-        return strategy.scope(), f"tf.distribute.MirroredStrategy, {strategy.num_replicas_in_sync} replica(s)"
+        return (
+            strategy.scope(),
+            f"tf.distribute.MirroredStrategy, {strategy.num_replicas_in_sync} replica(s)",
+        )
     if backend == "jax":
         devices = keras.distribution.list_devices()
         keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
-        return contextlib.nullcontext(), f"keras.distribution.DataParallel over {len(devices)} device(s)"
-    raise RuntimeError(f"data-parallel example supports the tensorflow and jax Keras backends, not {backend}")
+        return (
+            contextlib.nullcontext(),
+            f"keras.distribution.DataParallel over {len(devices)} device(s)",
+        )
+    raise RuntimeError(
+        f"data-parallel example supports the tensorflow and jax Keras backends, not {backend}"
+    )
 
 
-def train(x: np.ndarray, y: np.ndarray, distributed: bool, epochs: int = 2, batch_size: int = 32, seed: int = 0):
+def train(
+    x: np.ndarray,
+    y: np.ndarray,
+    distributed: bool,
+    epochs: int = 2,
+    batch_size: int = 32,
+    seed: int = 0,
+):
     """Train a small MLP; returns (weights, loss history, description)."""
     import keras
 
@@ -52,7 +69,11 @@ def train(x: np.ndarray, y: np.ndarray, distributed: bool, epochs: int = 2, batc
     try:
         with scope:
             model = keras.Sequential(
-                [keras.Input((x.shape[1],)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(int(y.max()) + 1)]
+                [
+                    keras.Input((x.shape[1],)),
+                    keras.layers.Dense(16, activation="relu"),
+                    keras.layers.Dense(int(y.max()) + 1),
+                ]
             )
             model.compile(
                 optimizer=keras.optimizers.SGD(0.1),

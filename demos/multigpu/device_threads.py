@@ -45,7 +45,9 @@ def threaded_add(a: np.ndarray, b: np.ndarray, n_devices: int | None = None) -> 
     return out
 
 
-def managed_add(per_device: int, n_devices: int | None = None, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def managed_add(
+    per_device: int, n_devices: int | None = None, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """Element-wise add in managed memory shaped ``(n_devices, per_device)``.
 
     Returns (result, NumPy reference). Refuses to allocate more managed memory
@@ -56,7 +58,9 @@ def managed_add(per_device: int, n_devices: int | None = None, seed: int = 0) ->
     need = 3 * n_devices * per_device * 4
     free = min(_free_bytes(cp, d) for d in range(n_devices))
     if need > 0.5 * free:
-        raise MemoryError(f"managed arrays need {need / 2**30:.1f} GiB, GPUs have {free / 2**30:.1f} GiB free")
+        raise MemoryError(
+            f"managed arrays need {need / 2**30:.1f} GiB, GPUs have {free / 2**30:.1f} GiB free"
+        )
     previous = cp.cuda.get_allocator()
     cp.cuda.set_allocator(cp.cuda.MemoryPool(cp.cuda.malloc_managed).malloc)
     try:

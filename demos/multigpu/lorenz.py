@@ -77,8 +77,16 @@ def lorenz_kernel(state, params, dt, half, sixth, steps):
     i = cuda.grid(1)
     if i < state.shape[1]:
         state[0, i], state[1, i], state[2, i] = _gpu_steps(
-            state[0, i], state[1, i], state[2, i], params[0, i], params[1, i], params[2, i],
-            dt, half, sixth, steps,
+            state[0, i],
+            state[1, i],
+            state[2, i],
+            params[0, i],
+            params[1, i],
+            params[2, i],
+            dt,
+            half,
+            sixth,
+            steps,
         )
 
 
@@ -98,7 +106,9 @@ def _check(u0: np.ndarray, params: np.ndarray, steps: int) -> None:
     if u0.ndim != 2 or u0.shape[1] != 3 or params.shape != u0.shape:
         raise ValueError(f"u0 and params must both be (n, 3), got {u0.shape} and {params.shape}")
     if u0.dtype != params.dtype or u0.dtype not in (np.float32, np.float64):
-        raise TypeError(f"u0 and params must share a float32/float64 dtype, got {u0.dtype}, {params.dtype}")
+        raise TypeError(
+            f"u0 and params must share a float32/float64 dtype, got {u0.dtype}, {params.dtype}"
+        )
     if steps < 0:
         raise ValueError(f"steps must be >= 0, got {steps}")
 
@@ -138,7 +148,9 @@ def _to_device_soa(a: np.ndarray):
     return cuda.to_device(np.ascontiguousarray(a.T))
 
 
-def lorenz_gpu(u0: np.ndarray, params: np.ndarray, dt: float, steps: int, n_gpus: int = 1) -> np.ndarray:
+def lorenz_gpu(
+    u0: np.ndarray, params: np.ndarray, dt: float, steps: int, n_gpus: int = 1
+) -> np.ndarray:
     """The kernel on *n_gpus* GPUs (one host thread per GPU), or the simulator.
 
     In the simulator every CUDA thread is a Python thread: keep n to a few hundred.
@@ -161,7 +173,9 @@ def lorenz_gpu(u0: np.ndarray, params: np.ndarray, dt: float, steps: int, n_gpus
         # thread-safe: build it here, before the per-GPU threads touch it.
         len(cuda.gpus)
     with ThreadPoolExecutor(max_workers=n_gpus) as pool:
-        for f in [pool.submit(batch, d, s) for d, s in enumerate(split_ranges(u0.shape[0], n_gpus))]:
+        for f in [
+            pool.submit(batch, d, s) for d, s in enumerate(split_ranges(u0.shape[0], n_gpus))
+        ]:
             f.result()
     return out
 

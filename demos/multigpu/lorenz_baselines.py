@@ -16,7 +16,9 @@ import time
 import numpy as np
 
 
-def diffrax_rk4(u0: np.ndarray, params: np.ndarray, dt: float, steps: int) -> tuple[float, np.ndarray, str]:
+def diffrax_rk4(
+    u0: np.ndarray, params: np.ndarray, dt: float, steps: int
+) -> tuple[float, np.ndarray, str]:
     import diffrax
     import jax
     import jax.numpy as jnp
@@ -26,6 +28,7 @@ def diffrax_rk4(u0: np.ndarray, params: np.ndarray, dt: float, steps: int) -> tu
         return jnp.stack([p[0] * (y - x), x * (p[1] - z) - y, x * y - p[2] * z])
 
     try:  # classic RK4 as an explicit Runge-Kutta tableau
+
         class RK4(diffrax.AbstractERK):
             tableau = diffrax.ButcherTableau(
                 c=np.array([0.5, 0.5, 1.0]),
@@ -46,8 +49,15 @@ def diffrax_rk4(u0: np.ndarray, params: np.ndarray, dt: float, steps: int) -> tu
 
     def one(u, p):
         sol = diffrax.diffeqsolve(
-            term, solver, t0=0.0, t1=dt * steps, dt0=dt, y0=u, args=p,
-            saveat=diffrax.SaveAt(t1=True), max_steps=steps + 1,
+            term,
+            solver,
+            t0=0.0,
+            t1=dt * steps,
+            dt0=dt,
+            y0=u,
+            args=p,
+            saveat=diffrax.SaveAt(t1=True),
+            max_steps=steps + 1,
         )
         return sol.ys[-1]
 
@@ -56,7 +66,10 @@ def diffrax_rk4(u0: np.ndarray, params: np.ndarray, dt: float, steps: int) -> tu
     try:
         solve(u[:2], p[:2]).block_until_ready()  # compile a small shape first...
     except Exception as exc:  # the hand-made RK4 tableau rejected by this diffrax version
-        solver, name = diffrax.Tsit5(), f"Tsit5 fixed step (RK4 tableau failed: {type(exc).__name__})"
+        solver, name = (
+            diffrax.Tsit5(),
+            f"Tsit5 fixed step (RK4 tableau failed: {type(exc).__name__})",
+        )
         solve = jax.jit(jax.vmap(one))
         solve(u[:2], p[:2]).block_until_ready()
     solve(u, p).block_until_ready()  # ...and the real one (compile excluded from timing)
@@ -65,7 +78,9 @@ def diffrax_rk4(u0: np.ndarray, params: np.ndarray, dt: float, steps: int) -> tu
     return time.perf_counter() - start, np.asarray(out), name
 
 
-def torchdiffeq_rk4(u0: np.ndarray, params: np.ndarray, dt: float, steps: int) -> tuple[float, np.ndarray, str]:
+def torchdiffeq_rk4(
+    u0: np.ndarray, params: np.ndarray, dt: float, steps: int
+) -> tuple[float, np.ndarray, str]:
     import torch
     from torchdiffeq import odeint
 

@@ -10,11 +10,10 @@ Without a GPU the same split runs in NumPy (:func:`demos.multigpu.splitting.matv
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from demos import hardware
+from demos.benchmarks.record import per_call_seconds
 from demos.multigpu.splitting import matvec_split, split_ranges
 
 
@@ -24,7 +23,9 @@ class SplitMatVec:
     def __init__(self, matrix: np.ndarray, vector: np.ndarray, n_gpus: int):
         cp = hardware.require_cupy("the multi-GPU mat-vec")
         if n_gpus < 1 or n_gpus > cp.cuda.runtime.getDeviceCount():
-            raise ValueError(f"n_gpus={n_gpus}, but {cp.cuda.runtime.getDeviceCount()} GPU(s) exist")
+            raise ValueError(
+                f"n_gpus={n_gpus}, but {cp.cuda.runtime.getDeviceCount()} GPU(s) exist"
+            )
         if matrix.ndim != 2 or vector.shape != (matrix.shape[1],):
             raise ValueError(f"shapes do not fit a mat-vec: {matrix.shape} @ {vector.shape}")
         self.cp = cp
@@ -40,7 +41,7 @@ class SplitMatVec:
         self.synchronize()
 
     @classmethod
-    def random(cls, n: int, m: int, n_gpus: int, seed: int = 0) -> "SplitMatVec":
+    def random(cls, n: int, m: int, n_gpus: int, seed: int = 0) -> SplitMatVec:
         """Generate each slab on its own GPU (12 GB need not be made on the host and copied)."""
         self = cls.__new__(cls)
         cp = hardware.require_cupy("the multi-GPU mat-vec")
@@ -89,13 +90,9 @@ class SplitMatVec:
         return self.result
 
     def time_per_call(self, repeats: int = 50) -> float:
-        """Seconds per mat-vec: *repeats* calls queued back to back, then one sync of all devices."""
+        """Seconds per mat-vec: *repeats* calls queued back to back, then one sync of all GPUs."""
         self.run()  # warm-up (cuBLAS handles, kernels)
-        start = time.perf_counter()
-        for _ in range(repeats):
-            self.launch()
-        self.synchronize()
-        return (time.perf_counter() - start) / repeats
+        return per_call_seconds(self.launch, self.synchronize, repeats, batches=1)
 
 
 def matvec(matrix: np.ndarray, vector: np.ndarray, n_devices: int = 1) -> np.ndarray:

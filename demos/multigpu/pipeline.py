@@ -13,7 +13,9 @@ import numpy as np
 from demos import hardware
 
 
-def make_weights(n_in: int, n_hidden: int, n_out: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def make_weights(
+    n_in: int, n_hidden: int, n_out: int, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     return (
         (rng.standard_normal((n_in, n_hidden)) / np.sqrt(n_in)).astype(np.float32),
@@ -26,7 +28,9 @@ def forward(x: np.ndarray, w1: np.ndarray, w2: np.ndarray) -> np.ndarray:
     return np.maximum(x @ w1, 0) @ w2
 
 
-def forward_pipelined(x: np.ndarray, w1: np.ndarray, w2: np.ndarray, micro_batches: int = 4) -> np.ndarray:
+def forward_pipelined(
+    x: np.ndarray, w1: np.ndarray, w2: np.ndarray, micro_batches: int = 4
+) -> np.ndarray:
     """Stage 1 on device 0, stage 2 on device 1 (or NumPy), over *micro_batches* pieces."""
     if x.ndim != 2 or x.shape[1] != w1.shape[0] or w1.shape[1] != w2.shape[0]:
         raise ValueError(f"shapes do not chain: {x.shape} @ {w1.shape} @ {w2.shape}")

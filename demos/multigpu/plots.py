@@ -41,10 +41,19 @@ def plot(result: dict, output_dir: Path) -> list[Path]:
         times = res["reduce"]["times_s"]
         sizes = sorted(times, key=int)
         for g in sorted(times[sizes[0]], key=int):
-            ax.loglog([int(n) for n in sizes], [times[n][g] * 1e6 for n in sizes], "o-", label=f"{g} GPU(s)")
+            ax.loglog(
+                [int(n) for n in sizes],
+                [times[n][g] * 1e6 for n in sizes],
+                "o-",
+                label=f"{g} GPU(s)",
+            )
         if res["reduce"].get("crossover_size"):
             ax.axvline(res["reduce"]["crossover_size"], color="grey", ls="--", label="crossover")
-        ax.set(xlabel="vector length (float32)", ylabel="time per sum (us)", title="Sum: when do more GPUs pay?")
+        ax.set(
+            xlabel="vector length (float32)",
+            ylabel="time per sum (us)",
+            title="Sum: when do more GPUs pay?",
+        )
         ax.legend()
         written.append(save_figure(fig, output_dir / "multigpu_reduce_crossover.png"))
     return written

@@ -13,11 +13,11 @@ the count from the work size (the crossover measured by the benchmark).
 from __future__ import annotations
 
 import functools
-import time
 
 import numpy as np
 
 from demos import hardware
+from demos.benchmarks.record import per_call_seconds
 from demos.multigpu.splitting import device_count_for, split_ranges, sum_split
 
 # Elements per GPU below which adding a GPU does not pay, measured on 4x H200
@@ -26,7 +26,9 @@ from demos.multigpu.splitting import device_count_for, split_ranges, sum_split
 DEFAULT_CROSSOVER = 7_500_000
 
 
-def auto_device_count(n: int, available: int | None = None, crossover: int = DEFAULT_CROSSOVER) -> int:
+def auto_device_count(
+    n: int, available: int | None = None, crossover: int = DEFAULT_CROSSOVER
+) -> int:
     available = hardware.gpu_count() if available is None else available
     return device_count_for(n, max(available, 1), crossover)
 
@@ -47,7 +49,8 @@ __device__ T block_sum(T v) {
     __syncthreads();
     v = (threadIdx.x < (blockDim.x + 31) / 32) ? warp_sums[lane] : T(0);
     if (warp == 0)
-        for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+        for (int offset = 16; offset > 0; offset >>= 1)
+            v += __shfl_down_sync(0xffffffffu, v, offset);
     return v;
 }
 
@@ -84,7 +87,7 @@ BLOCK = 256  # threads per block of the partial sums
 BLOCKS_PER_SM = 8  # enough resident threads to keep the memory system busy
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _kernels(device: int, dtype_name: str):
     """(partial_sums, small_sum) for *dtype_name*, loaded on *device*.
 
@@ -119,7 +122,9 @@ class SplitSum:
     def __init__(self, vector: np.ndarray, n_gpus: int, use_graph: bool = True):
         cp = hardware.require_cupy("the multi-GPU sum")
         if n_gpus < 1 or n_gpus > cp.cuda.runtime.getDeviceCount():
-            raise ValueError(f"n_gpus={n_gpus}, but {cp.cuda.runtime.getDeviceCount()} GPU(s) exist")
+            raise ValueError(
+                f"n_gpus={n_gpus}, but {cp.cuda.runtime.getDeviceCount()} GPU(s) exist"
+            )
         if vector.ndim != 1:
             raise ValueError(f"expected a 1-D vector, got shape {vector.shape}")
         if vector.dtype.name not in _NAMES:
@@ -131,8 +136,8 @@ class SplitSum:
         self._setup(cp, chunks, use_graph)
 
     @classmethod
-    def filled(cls, n: int, n_gpus: int, seed: int = 0, use_graph: bool = True) -> "SplitSum":
-        """Random float32 data generated on the GPUs directly (a 3 GB vector need not cross PCIe)."""
+    def filled(cls, n: int, n_gpus: int, seed: int = 0, use_graph: bool = True) -> SplitSum:
+        """Random float32 data made on the GPUs directly (a 3 GB vector need not cross PCIe)."""
         cp = hardware.require_cupy("the multi-GPU sum")
         chunks = []
         for dev, part in enumerate(split_ranges(n, n_gpus)):
@@ -231,7 +236,7 @@ class SplitSum:
         return graph
 
     def launch(self, use_graph: bool | None = None) -> None:
-        """Queue one sum on every GPU and return at once (graph when available, unless told not to)."""
+        """Queue one sum on every GPU and return at once (as a graph where there is one)."""
         if self.graph is not None and use_graph is not False:
             with self.cp.cuda.Device(0):
                 self.graph.launch(stream=self.streams[0])
@@ -259,11 +264,9 @@ class SplitSum:
     def time_per_call(self, repeats: int = 50, use_graph: bool | None = None) -> float:
         """Seconds per sum over *repeats* back-to-back calls (host launch cost included)."""
         self.run(use_graph)
-        start = time.perf_counter()
-        for _ in range(repeats):
-            self.launch(use_graph)
-        self.synchronize()
-        return (time.perf_counter() - start) / repeats
+        return per_call_seconds(
+            lambda: self.launch(use_graph), self.synchronize, repeats, batches=1
+        )
 
 
 def split_sum(vector: np.ndarray, n_devices: int | None = None) -> float:

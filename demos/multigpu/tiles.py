@@ -28,7 +28,9 @@ def blur(image, xp=np):
     return out / 9
 
 
-def blur_tiled(image: np.ndarray, grid: tuple[int, int] = (2, 2), n_devices: int | None = None) -> np.ndarray:
+def blur_tiled(
+    image: np.ndarray, grid: tuple[int, int] = (2, 2), n_devices: int | None = None
+) -> np.ndarray:
     """The same blur, tile by tile with halos, tile k on device ``k % n_devices``."""
     if image.ndim != 2:
         raise ValueError(f"expected a 2-D image, got shape {image.shape}")
@@ -39,7 +41,11 @@ def blur_tiled(image: np.ndarray, grid: tuple[int, int] = (2, 2), n_devices: int
     # replicate the edge once, globally, so every tile sees the same neighbours as the whole image
     padded = np.pad(image, HALO, mode="edge")
     out = np.empty_like(image)
-    tiles = [(r, c) for r in split_ranges(image.shape[0], grid[0]) for c in split_ranges(image.shape[1], grid[1])]
+    tiles = [
+        (r, c)
+        for r in split_ranges(image.shape[0], grid[0])
+        for c in split_ranges(image.shape[1], grid[1])
+    ]
     pending = []
     for k, (rows, cols) in enumerate(tiles):
         # the tile plus its halo, in padded coordinates

@@ -10,6 +10,8 @@ import os
 
 import numpy as np
 
+from demos import hardware
+
 
 def chunk_values(start: int, stop: int, xp=np):
     """The values of elements ``start:stop``: a smooth function of the index."""
@@ -19,13 +21,9 @@ def chunk_values(start: int, stop: int, xp=np):
 
 def sum_of_squares(start: int, stop: int) -> dict:
     """Sum of squares of elements ``start:stop`` on this worker's GPU, or NumPy without one."""
-    try:
+    if hardware.cupy_available():
         import cupy as cp
 
-        gpu = cp.is_available()
-    except Exception:
-        gpu = False
-    if gpu:
         total = float((chunk_values(start, stop, cp) ** 2).sum().get())
         where = f"GPU {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}"
     else:

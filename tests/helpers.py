@@ -1,0 +1,79 @@
+"""Helpers shared by the test modules: reference checks, free ports, MPI runs.
+
+Imported as ``from helpers import ...`` (pytest puts ``tests/`` on the path).
+The distance reference itself lives in :mod:`demos.distance.reference`, so that
+the benchmarks check against the same formula as the tests.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+
+from demos import hardware
+from demos.distance.reference import reference_distance, tolerance
+
+__all__ = [
+    "assert_distances",
+    "free_port",
+    "on_cuda",
+    "random_points",
+    "reference_distance",
+    "run_mpirun",
+    "to_host",
+]
+
+on_cuda = pytest.mark.skipif(
+    not (hardware.simulator_enabled() or hardware.has_gpu()),
+    reason="needs a CUDA GPU or the CUDA simulator (NUMBA_ENABLE_CUDASIM=1)",
+)
+
+
+def random_points(rng: np.random.Generator, n: int, dtype: Any, d: int = 3) -> np.ndarray:
+    """*n* points in the unit cube with *d* coordinates, in *dtype*."""
+    return rng.random((n, d)).astype(dtype)
+
+
+def to_host(array: Any) -> np.ndarray:
+    """A NumPy copy of a NumPy, CuPy or Numba device array."""
+    if hasattr(array, "copy_to_host"):
+        return array.copy_to_host()
+    if hasattr(array, "get"):
+        return array.get()
+    return np.asarray(array)
+
+
+def assert_distances(result: Any, x: np.ndarray, y: np.ndarray | None = None) -> None:
+    """*result* (any array library) is the distance matrix of *x* and *y*, in x's dtype."""
+    result = to_host(result)
+    expected = reference_distance(x, y)
+    assert result.shape == expected.shape
+    assert result.dtype == x.dtype
+    rtol, atol = tolerance(x.dtype)
+    np.testing.assert_allclose(result.astype(np.float64), expected, rtol=rtol, atol=atol)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_mpirun(*args: str, ranks: int = 2, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``mpirun -n RANKS python ARGS...``; skips the test where mpi4py or mpirun is missing."""
+    pytest.importorskip("mpi4py")
+    mpirun = shutil.which("mpirun") or shutil.which("mpirun", path=os.path.dirname(sys.executable))
+    if mpirun is None:
+        pytest.skip("no mpirun on PATH (install the 'mpi' extra)")
+    # Open MPI refuses to run as root unless told; containers often run tests as root.
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    command = [mpirun, "-n", str(ranks), sys.executable, *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)

@@ -1,0 +1,85 @@
+"""The code's shape, checked: ruff clean and formatted, small modules, only the product committed.
+
+The style rules live in ``[tool.ruff]`` of pyproject.toml; ruff comes with the
+``test`` extra. The other checks keep promises the README makes to maintainers.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LINTED = [name for name in ("demos", "tests", "tools", "grader") if (ROOT / name).is_dir()]
+MAX_MODULE_LINES = 400
+GPU_NODE_TOOLS = sorted((ROOT / "tools" / "gpu-node").glob("*.sh"))
+
+
+def ruff() -> str:
+    found = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    if found is None:
+        pytest.skip("ruff is not installed (it comes with the 'test' extra)")
+    return found
+
+
+@pytest.mark.parametrize("command", [["check"], ["format", "--check"]], ids=" ".join)
+def test_ruff_is_clean(command):
+    proc = subprocess.run(
+        [ruff(), *command, *LINTED], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+def test_no_module_in_demos_is_over_the_limit():
+    sizes = {
+        str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in (ROOT / "demos").rglob("*.py")
+    }
+    assert {p: n for p, n in sizes.items() if n > MAX_MODULE_LINES} == {}
+
+
+def test_readme_layout_lists_every_top_level_folder():
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=False
+    ).stdout.split()
+    if not tracked:
+        pytest.skip("not a git checkout")
+    folders = {name.split("/")[0] for name in tracked if "/" in name}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^\| `([^`/]+)/` \|", readme, flags=re.MULTILINE))
+    assert folders - listed == set()
+
+
+@pytest.mark.parametrize("script", GPU_NODE_TOOLS, ids=lambda p: p.name)
+def test_gpu_node_tool_parses_and_explains_itself(script):
+    assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
+    if script.name == "common.sh":
+        return  # sourced by the others
+    proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2  # no output folder: usage, and nothing run
+    assert f"tools/gpu-node/{script.name} OUTDIR" in proc.stderr
+
+
+def test_gpu_node_tools_speak_only_of_the_product():
+    """Tools for a cluster's GPU node: no machine pool, no package side-loading, no patches."""
+    banned = re.compile(
+        r"\blent\b|device tool|\bcarr(y|ied)\b|\.whl|wheel|shim|row_stack|\$OUT\b", re.I
+    )
+    for path in [*GPU_NODE_TOOLS, ROOT / "tests" / "conftest.py", ROOT / ".gitignore"]:
+        hits = [
+            line for line in path.read_text(encoding="utf-8").splitlines() if banned.search(line)
+        ]
+        assert hits == [], f"{path.name}: {hits}"
+
+
+def test_results_hold_no_logs_with_foreign_paths_or_terminal_colours():
+    for path in (ROOT / "demos" / "results").rglob("*"):
+        if path.suffix in (".json", ".txt", ".csv", ".md"):
+            text = path.read_text(encoding="utf-8")
+            assert "\x1b[" not in text, path
+            assert not re.search(r"(/tmp|/root|/home|/work|/opt)/", text), path
