@@ -14,13 +14,25 @@ import sys
 # (words on the command line) -> (module, one-line help)
 COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("info",): ("demos.hardware", "what this machine offers: GPUs, simulator, CuPy, TensorFlow"),
-    ("bench", "distance"): ("demos.benchmarks.distance", "time the distance-matrix backends over sizes"),
-    ("bench", "kernels"): ("demos.benchmarks.kernels", "the Numba CUDA kernels against the write floor"),
+    ("bench", "distance"): (
+        "demos.benchmarks.distance",
+        "time the distance-matrix backends over sizes",
+    ),
+    ("bench", "kernels"): (
+        "demos.benchmarks.kernels",
+        "the Numba CUDA kernels against the write floor",
+    ),
     ("bench", "cnn"): ("demos.cnn.bench", "training throughput of the chapter 5 CNN"),
     ("bench", "multigpu"): ("demos.multigpu.bench", "scaling of the chapter 6 examples over GPUs"),
-    ("bench", "profiling"): ("demos.profiling.bench", "chapter 4a: timing, syncs, timeline, overlap, pool"),
+    ("bench", "profiling"): (
+        "demos.profiling.bench",
+        "chapter 4a: timing, syncs, timeline, overlap, pool",
+    ),
     ("bench", "patterns"): ("demos.patterns.bench", "chapter 4b: histograms and sums vs bandwidth"),
-    ("bench", "lessons"): ("demos.lessons.bench", "the measured lessons: divergence, coalescing, copies, NumPy"),
+    ("bench", "lessons"): (
+        "demos.lessons.bench",
+        "the measured lessons: divergence, coalescing, copies, NumPy",
+    ),
     ("plot",): ("demos.plots", "draw the course figures from benchmark JSON"),
 }
 
@@ -40,9 +52,11 @@ def main(argv: list[str] | None = None) -> int:
     for words, (module_name, text) in sorted(COMMANDS.items(), key=lambda kv: -len(kv[0])):
         if tuple(argv[: len(words)]) == words:
             module = importlib.import_module(module_name)
-            parser = argparse.ArgumentParser(prog="python -m demos " + " ".join(words), description=text)
+            parser = argparse.ArgumentParser(
+                prog="python -m demos " + " ".join(words), description=text
+            )
             module.add_arguments(parser)
-            return int(module.main(parser.parse_args(argv[len(words):])) or 0)
+            return int(module.main(parser.parse_args(argv[len(words) :])) or 0)
     if argv and argv[0] not in ("-h", "--help", "help"):
         print(f"unknown command: {' '.join(argv)}\n", file=sys.stderr)
         print(_usage(), file=sys.stderr)

@@ -172,7 +172,10 @@ def cupy_status() -> tuple[bool, str]:
             return True, f"CuPy {cupy.__version__} with {cupy.cuda.runtime.getDeviceCount()} GPU(s)"
     except Exception as exc:
         return False, f"CuPy {cupy.__version__} is installed but cannot use a GPU: {exc}"
-    return False, f"CuPy {cupy.__version__} is installed but no GPU is available ({no_gpu_reason()})"
+    return (
+        False,
+        f"CuPy {cupy.__version__} is installed but no GPU is available ({no_gpu_reason()})",
+    )
 
 
 def cupy_available() -> bool:
@@ -193,7 +196,10 @@ def numba_cuda_status() -> tuple[bool, str]:
     try:
         if cuda.is_available():
             return True, f"numba-cuda {_version('numba-cuda')} can use the GPU"
-        return False, f"numba-cuda {_version('numba-cuda')} cannot use the GPU (no CUDA runtime or driver)"
+        return (
+            False,
+            f"numba-cuda {_version('numba-cuda')} cannot use the GPU (no CUDA runtime or driver)",
+        )
     except Exception as exc:
         return False, f"numba-cuda cannot use the GPU: {exc}"
 
@@ -214,7 +220,9 @@ def gpu_warnings(info: dict[str, Any]) -> list[str]:
     if not info.get("cupy_usable"):
         warnings.append(f"a GPU is visible but CuPy cannot use it ({info['cupy']}): {fix}")
     if not info.get("numba_cuda_usable") and not info["simulator"]:
-        warnings.append(f"a GPU is visible but numba-cuda cannot use it ({info['numba_cuda']}): {fix}")
+        warnings.append(
+            f"a GPU is visible but numba-cuda cannot use it ({info['numba_cuda']}): {fix}"
+        )
     return warnings
 
 
@@ -305,7 +313,9 @@ def format_report(info: dict[str, Any]) -> str:
         f"CPU         {info['processor']} ({info['cpu_count']} logical cores)",
     ]
     if info["cuda_driver"]:
-        lines.append(f"CUDA driver supports CUDA {info['cuda_driver']} (the newest CUDA its GPUs can run)")
+        lines.append(
+            f"CUDA driver supports CUDA {info['cuda_driver']} (the newest CUDA its GPUs can run)"
+        )
     if info["gpus"]:
         for g in info["gpus"]:
             cc = ".".join(map(str, g["compute_capability"]))
@@ -315,7 +325,11 @@ def format_report(info: dict[str, Any]) -> str:
             )
     else:
         lines.append(f"GPUs        none: {info['no_gpu_reason']}")
-    sim = "ON (kernels run on the CPU, one Python thread per CUDA thread)" if info["simulator"] else "off"
+    sim = (
+        "ON (kernels run on the CPU, one Python thread per CUDA thread)"
+        if info["simulator"]
+        else "off"
+    )
     lines.append(f"Numba CUDA simulator {sim}")
     lines.append(f"CuPy        {info['cupy']}")
     if "numba_cuda" in info:

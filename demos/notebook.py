@@ -24,13 +24,13 @@ os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 import demos  # noqa: F401  (switches Numba to the simulator when there is no GPU)
 from demos import hardware
-from demos.numba_advice import silence_advice
 from demos.benchmarks.record import (
     REFERENCE_DIR,
     load_reference,
     show_reference_figures,
     wall_times,
 )
+from demos.numba_advice import silence_advice
 
 __all__ = [
     "REFERENCE_DIR",
@@ -97,12 +97,17 @@ def lesson(name: str) -> dict[str, Any] | None:
     if data is None:
         return None
     gpus = data["environment"].get("gpus") or []
-    machine = ", ".join(g["name"] for g in gpus) or f"a machine without a GPU ({data['environment']['processor']})"
+    machine = (
+        ", ".join(g["name"] for g in gpus)
+        or f"a machine without a GPU ({data['environment']['processor']})"
+    )
     entry = data["results"].get(name)
     if entry is None or "skipped" in entry:
         why = entry["skipped"] if entry else "not measured"
-        print(f"The reference run on {machine} has no '{name}' numbers ({why}). "
-              "Run `python -m demos bench lessons` on a GPU to measure them.")
+        print(
+            f"The reference run on {machine} has no '{name}' numbers ({why}). "
+            "Run `python -m demos bench lessons` on a GPU to measure them."
+        )
         return None
     print(f"Measured on {machine} ({data['environment']['date'][:10]}):")
     return entry

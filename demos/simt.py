@@ -31,7 +31,9 @@ __all__ = [
 def add_to_loop(source: np.ndarray, target: np.ndarray) -> None:
     """target[i] += source[i] for every i, one element after the other (the CPU way)."""
     if source.shape != target.shape:
-        raise ValueError(f"source and target need the same shape, got {source.shape} and {target.shape}")
+        raise ValueError(
+            f"source and target need the same shape, got {source.shape} and {target.shape}"
+        )
     for i in range(target.size):
         target[i] += source[i]
 
@@ -104,8 +106,11 @@ def draw_launch(n: int, threads_per_block: int, warp_size: int = 32) -> Any:
     size shows its partly used last warp.
     """
     import matplotlib.pyplot as plt  # the notebook's backend: the figure shows inline
+
     n_blocks = max(1, blocks_for(n, threads_per_block))
-    fig, ax = plt.subplots(figsize=(min(12, max(6.0, 1.5 + 0.32 * threads_per_block)), 1.2 + 0.55 * n_blocks))
+    fig, ax = plt.subplots(
+        figsize=(min(12, max(6.0, 1.5 + 0.32 * threads_per_block)), 1.2 + 0.55 * n_blocks)
+    )
     warp_colours = ("#9ecae1", "#fdd0a2")
     for b in range(n_blocks):
         y = n_blocks - 1 - b
@@ -114,8 +119,12 @@ def draw_launch(n: int, threads_per_block: int, warp_size: int = 32) -> Any:
             idle = i >= n
             colour = "#dddddd" if idle else warp_colours[(t // warp_size) % 2]
             ax.add_patch(plt.Rectangle((t, y + 0.1), 0.95, 0.8, color=colour))
-            ax.text(t + 0.47, y + 0.5, "–" if idle else str(i), ha="center", va="center", fontsize=7)
-        ax.add_patch(plt.Rectangle((-0.1, y + 0.02), threads_per_block + 0.1, 0.96, fill=False, lw=1.5))
+            ax.text(
+                t + 0.47, y + 0.5, "–" if idle else str(i), ha="center", va="center", fontsize=7
+            )
+        ax.add_patch(
+            plt.Rectangle((-0.1, y + 0.02), threads_per_block + 0.1, 0.96, fill=False, lw=1.5)
+        )
         ax.text(-0.4, y + 0.5, f"block {b}", ha="right", va="center", fontsize=9)
     ax.set_xlim(-3.5, threads_per_block + 0.2)
     ax.set_ylim(-0.1, n_blocks + 0.1)

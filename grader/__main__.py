@@ -12,16 +12,19 @@ from grader import sandbox
 def _size(text: str) -> int:
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     try:
-        return int(float(text[:-1]) * units[text[-1].upper()]) if text[-1].isalpha() \
-            else int(text)
+        return int(float(text[:-1]) * units[text[-1].upper()]) if text[-1].isalpha() else int(text)
     except (KeyError, ValueError):
         raise argparse.ArgumentTypeError(f"not a size like 4G or 512M: {text!r}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
-    parser.add_argument("--course", type=Path, default=Path.cwd(),
-                        help="the course folder (with nbgrader_config.py); default: here")
+    parser.add_argument(
+        "--course",
+        type=Path,
+        default=Path.cwd(),
+        help="the course folder (with nbgrader_config.py); default: here",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     collect = sub.add_parser("collect", help="file downloaded submissions into submitted/")
@@ -41,17 +44,26 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--memory", type=_size, default=_size("4G"), help="per notebook (4G)")
     grade.add_argument("--cpu", type=int, default=600, help="CPU seconds per notebook (600)")
     grade.add_argument("--processes", type=int, default=512, help="processes/threads (512)")
-    grade.add_argument("--slurm", action="store_true",
-                       help="one Slurm array task per student, then merge here")
-    grade.add_argument("--sbatch-option", action="append", default=[],
-                       help="extra sbatch option, e.g. --sbatch-option=--partition=cpu")
+    grade.add_argument(
+        "--slurm", action="store_true", help="one Slurm array task per student, then merge here"
+    )
+    grade.add_argument(
+        "--sbatch-option",
+        action="append",
+        default=[],
+        help="extra sbatch option, e.g. --sbatch-option=--partition=cpu",
+    )
 
     bench = sub.add_parser("bench", help="time grading synthetic classes; JSON out")
     bench.add_argument("--students", type=int, default=6, help="per assignment")
     bench.add_argument("--assignments", default="simt")
     bench.add_argument("--workers", type=int, default=2)
-    bench.add_argument("--serial-sample", type=int, default=3,
-                       help="students graded by plain serial nbgrader autograde to compare")
+    bench.add_argument(
+        "--serial-sample",
+        type=int,
+        default=3,
+        help="students graded by plain serial nbgrader autograde to compare",
+    )
     bench.add_argument("--output", type=Path, default=Path("grader/results"))
 
     sub.add_parser("sandbox", help="say what the grading sandbox can isolate on this machine")
@@ -61,11 +73,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "task":
         from grader.slurm import task as run_task
+
         run_task(args.batch_file, args.index)
         return 0
     course = args.course.resolve()
     if not (course / "nbgrader_config.py").is_file():
-        parser.error(f"{course} has no nbgrader_config.py: run from the course folder or use --course")
+        parser.error(
+            f"{course} has no nbgrader_config.py: run from the course folder or use --course"
+        )
 
     if args.command == "sandbox":
         level = sandbox.detect_level()
@@ -73,23 +88,36 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "collect":
         from grader.collect import collect_all
+
         report = collect_all(course, args.assignment, args.inputs)
         print(report.text())
         return 1 if report.refused else 0
     if args.command == "bench":
         from grader.bench import bench as run_bench
-        print(run_bench(course, args.assignments.split(","), args.students, args.workers,
-                        args.serial_sample, args.output.resolve()))
+
+        print(
+            run_bench(
+                course,
+                args.assignments.split(","),
+                args.students,
+                args.workers,
+                args.serial_sample,
+                args.output.resolve(),
+            )
+        )
         return 0
 
     from grader import batch as batch_mod
-    students = (args.student.split(",") if args.student
-                else batch_mod.students_of(course, args.assignment))
+
+    students = (
+        args.student.split(",") if args.student else batch_mod.students_of(course, args.assignment)
+    )
     if not students:
         print(f"no submissions of {args.assignment} in {course / 'submitted'}", file=sys.stderr)
         return 1
     if args.command == "check":
         from grader.check import check_course
+
         flagged = 0
         for student, flags in check_course(course, args.assignment, students).items():
             flagged += bool(flags)
@@ -97,19 +125,30 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{flagged} of {len(students)} submissions need a human look")
         return 0
     work = (args.work or course / "grading" / args.assignment).resolve()
-    run = batch_mod.Batch(course, args.assignment, work, args.workers, args.wall, args.memory,
-                          args.cpu, args.processes)
+    run = batch_mod.Batch(
+        course,
+        args.assignment,
+        work,
+        args.workers,
+        args.wall,
+        args.memory,
+        args.cpu,
+        args.processes,
+    )
     print(f"grading sandbox: {run.level}: {sandbox.LEVEL_MEANING[run.level]}", file=sys.stderr)
     if args.slurm:
         from grader.slurm import run_slurm
+
         outcomes = run_slurm(run, students, args.sbatch_option)
     else:
         outcomes = batch_mod.run(run, students)
     print(batch_mod.table(outcomes))
     failed = [o.student for o in outcomes if o.status != "graded"]
     if failed:
-        print(f"\n{len(failed)} not graded; grade them again with:\n  python -m grader autograde "
-              f"{args.assignment} --student {','.join(failed)}")
+        print(
+            f"\n{len(failed)} not graded; grade them again with:\n  python -m grader autograde "
+            f"{args.assignment} --student {','.join(failed)}"
+        )
     return 1 if failed else 0
 
 

@@ -96,8 +96,11 @@ class Batch:
 def students_of(course: Path, assignment: str) -> list[str]:
     """Every student with a submission of *assignment*, sorted."""
     submitted = course / "submitted"
-    return sorted(p.name for p in submitted.iterdir()
-                  if (p / assignment).is_dir()) if submitted.is_dir() else []
+    return (
+        sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir())
+        if submitted.is_dir()
+        else []
+    )
 
 
 def _traversable(path: Path) -> None:
@@ -112,13 +115,17 @@ def prepare(batch: Batch) -> Path:
     if batch.level == "uid":  # no private mounts: the sandbox user walks the real path
         blocked = sandbox.unreachable(batch.work, sandbox.BASE_UID)
         if blocked:
-            raise SystemExit(f"the sandbox user cannot pass through {blocked}: use --work with "
-                             "a folder others may pass through (e.g. under /var/tmp) or "
-                             f"chmod o+x {blocked}")
+            raise SystemExit(
+                f"the sandbox user cannot pass through {blocked}: use --work with "
+                "a folder others may pass through (e.g. under /var/tmp) or "
+                f"chmod o+x {blocked}"
+            )
     main_db = batch.course / "gradebook.db"
     if not main_db.is_file():
-        raise SystemExit(f"no gradebook in {batch.course}: run 'nbgrader generate_assignment "
-                         f"{batch.assignment}' first")
+        raise SystemExit(
+            f"no gradebook in {batch.course}: run 'nbgrader generate_assignment "
+            f"{batch.assignment}' first"
+        )
     main_db.chmod(0o600)  # hidden tests live in it
     template = batch.work / "template.db"
     shutil.copy2(main_db, template)
@@ -138,10 +145,15 @@ def student_copy(batch: Batch, student: str, template: Path, uid: int | None) ->
     shutil.copy2(template, root / "gradebook.db")
     (root / "gradebook.db").chmod(0o600)
     source = batch.course / "solutions" / batch.assignment
-    shutil.copytree(source, root / "solutions" / batch.assignment,
-                    ignore=shutil.ignore_patterns("*.ipynb", ".ipynb_checkpoints"))
-    shutil.copytree(batch.course / "submitted" / student / batch.assignment,
-                    root / "submitted" / student / batch.assignment)
+    shutil.copytree(
+        source,
+        root / "solutions" / batch.assignment,
+        ignore=shutil.ignore_patterns("*.ipynb", ".ipynb_checkpoints"),
+    )
+    shutil.copytree(
+        batch.course / "submitted" / student / batch.assignment,
+        root / "submitted" / student / batch.assignment,
+    )
     for private in ("solutions", "submitted"):
         (root / private).chmod(0o700)
     runtime = root / "runtime"
@@ -149,17 +161,27 @@ def student_copy(batch: Batch, student: str, template: Path, uid: int | None) ->
     if uid is not None:
         os.chown(runtime, uid, uid)
     policy = sandbox.Policy(
-        level=batch.level, uid=uid, memory_bytes=batch.memory_bytes,
-        cpu_seconds=batch.cpu_seconds, processes=batch.processes,
-        hide=[str(batch.course), str(batch.work), "/root", "/home", "/tmp", "/var/tmp",
-              "/dev/shm"],
-        readonly=sandbox.course_environment_paths(), writable=[str(runtime)])
+        level=batch.level,
+        uid=uid,
+        memory_bytes=batch.memory_bytes,
+        cpu_seconds=batch.cpu_seconds,
+        processes=batch.processes,
+        hide=[str(batch.course), str(batch.work), "/root", "/home", "/tmp", "/var/tmp", "/dev/shm"],
+        readonly=sandbox.course_environment_paths(),
+        writable=[str(runtime)],
+    )
     policy.save(root / "policy.json")
     kernel = sandbox.install_kernelspec(root / "jupyter", root / "policy.json")
-    (root / "nbgrader_config.py").write_text(_CONFIG.format(
-        main=str(batch.course / "nbgrader_config.py"), root=str(root),
-        db_url=f"sqlite:///{root / 'gradebook.db'}", kernel=kernel,
-        socket=str(runtime / "kernel"), connection=str(runtime / "kernel.json")))
+    (root / "nbgrader_config.py").write_text(
+        _CONFIG.format(
+            main=str(batch.course / "nbgrader_config.py"),
+            root=str(root),
+            db_url=f"sqlite:///{root / 'gradebook.db'}",
+            kernel=kernel,
+            socket=str(runtime / "kernel"),
+            connection=str(runtime / "kernel.json"),
+        )
+    )
     (root / "nbgrader_config.py").chmod(0o600)
     return root
 
@@ -170,8 +192,9 @@ def grade_student(batch: Batch, student: str, template: Path, uid: int | None) -
     outcome = Outcome(student)
     try:
         root = student_copy(batch, student, template, uid)
-        outcome.flags += check_submission(root / "submitted" / student / batch.assignment,
-                                          batch.assignment, template, repair=True)
+        outcome.flags += check_submission(
+            root / "submitted" / student / batch.assignment, batch.assignment, template, repair=True
+        )
         env = dict(os.environ)
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
         env["JUPYTER_PATH"] = f"{root / 'jupyter'}{os.pathsep}{env.get('JUPYTER_PATH', '')}"
@@ -181,7 +204,12 @@ def grade_student(batch: Batch, student: str, template: Path, uid: int | None) -
         with open(root / "autograde.log", "w") as log:
             proc = subprocess.Popen(
                 [sys.executable, "-c", _WORKER, str(root), batch.assignment, student],
-                cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                cwd=root,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
             try:
                 proc.wait(timeout=batch.wall_seconds)
             except subprocess.TimeoutExpired:
@@ -203,8 +231,9 @@ def grade_student(batch: Batch, student: str, template: Path, uid: int | None) -
             if proc.returncode not in (0, None) and not any("limit" in f for f in outcome.flags):
                 outcome.flags.append(f"grading process ended with status {proc.returncode}")
             elif result:
-                outcome.flags.append("nbgrader: " + (result["error"] or result["log"])
-                                     .strip().splitlines()[-1][:200])
+                outcome.flags.append(
+                    "nbgrader: " + (result["error"] or result["log"]).strip().splitlines()[-1][:200]
+                )
     except Exception as error:  # noqa: BLE001  (one student's problem must not stop the class)
         outcome.status = "failed"
         outcome.flags.append(f"{type(error).__name__}: {error}")
@@ -232,25 +261,25 @@ def _merge_scores(batch: Batch, outcome: Outcome, root: Path) -> None:
     from nbgrader.api import Gradebook
 
     course_id = _course_id(batch.course)
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", course_id) as src, \
-            Gradebook(f"sqlite:///{batch.course / 'gradebook.db'}", course_id) as dst:
+    with (
+        Gradebook(f"sqlite:///{root / 'gradebook.db'}", course_id) as src,
+        Gradebook(f"sqlite:///{batch.course / 'gradebook.db'}", course_id) as dst,
+    ):
         sub = src.find_submission(batch.assignment, outcome.student)
         dst.update_or_create_student(outcome.student)
-        dst.update_or_create_submission(batch.assignment, outcome.student,
-                                        timestamp=sub.timestamp)
+        dst.update_or_create_submission(batch.assignment, outcome.student, timestamp=sub.timestamp)
         for notebook in sub.notebooks:
-            target = dst.find_submission_notebook(notebook.name, batch.assignment,
-                                                  outcome.student)
+            target = dst.find_submission_notebook(notebook.name, batch.assignment, outcome.student)
             target.late_submission_penalty = notebook.late_submission_penalty
             target.flagged = notebook.flagged or bool(outcome.flags)
             for grade in notebook.grades:
-                copy = dst.find_grade(grade.name, notebook.name, batch.assignment,
-                                      outcome.student)
+                copy = dst.find_grade(grade.name, notebook.name, batch.assignment, outcome.student)
                 copy.auto_score = grade.auto_score
                 copy.needs_manual_grade = grade.needs_manual_grade
             for comment in notebook.comments:
-                copy = dst.find_comment(comment.name, notebook.name, batch.assignment,
-                                        outcome.student)
+                copy = dst.find_comment(
+                    comment.name, notebook.name, batch.assignment, outcome.student
+                )
                 copy.auto_comment = comment.auto_comment
         dst.db.commit()
         merged = dst.find_submission(batch.assignment, outcome.student)
@@ -285,9 +314,15 @@ def run(batch: Batch, students: list[str], progress: bool = True) -> list[Outcom
             slots.put(slot)
 
     outcomes: dict[str, Outcome] = {}
-    with ThreadPoolExecutor(batch.workers) as pool, \
-            tqdm(total=len(students), desc=f"grading {batch.assignment}", unit="student",
-                 disable=not progress) as bar:
+    with (
+        ThreadPoolExecutor(batch.workers) as pool,
+        tqdm(
+            total=len(students),
+            desc=f"grading {batch.assignment}",
+            unit="student",
+            disable=not progress,
+        ) as bar,
+    ):
         for future in as_completed(pool.submit(job, s) for s in students):
             outcome = future.result()
             if outcome.status == "graded":
@@ -309,6 +344,8 @@ def table(outcomes: list[Outcome]) -> str:
     lines = [f"{'student':<{width}}  {'score':>11}  {'seconds':>7}  {'status':<8}  flags"]
     for o in outcomes:
         score = f"{o.score:g}/{o.max_score:g}" if o.score is not None else "-"
-        lines.append(f"{o.student:<{width}}  {score:>11}  {o.seconds:>7.1f}  {o.status:<8}  "
-                     + "; ".join(o.flags))
+        lines.append(
+            f"{o.student:<{width}}  {score:>11}  {o.seconds:>7.1f}  {o.status:<8}  "
+            + "; ".join(o.flags)
+        )
     return "\n".join(lines)

@@ -34,23 +34,28 @@ _EXTRA_CELL = {
     "looping": "while True:\n    pass",
     "memory": "hog = []\nwhile True:\n    hog.append(bytearray(1 << 28))",
     "hostile": "get_ipython().input_transformers_post.append(lambda lines: [])\n"
-               "import glob\nfor path in glob.glob('../../../*.db'):\n"
-               "    open(path, 'w').write('')",
+    "import glob\nfor path in glob.glob('../../../*.db'):\n"
+    "    open(path, 'w').write('')",
 }
 
 
 def submission(course: Path, assignment: str, kind: str) -> nbformat.NotebookNode:
     """A synthetic notebook of the given *kind* for *assignment*."""
-    solved = nbformat.read(course / "solutions" / assignment / f"{assignment}.ipynb",
-                           as_version=4)
+    solved = nbformat.read(course / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
     if kind == "partial":
-        blank = nbformat.read(course / "exercises" / assignment / f"{assignment}.ipynb",
-                              as_version=4)
-        first = next(c for c in solved.cells if c.metadata.get("nbgrader", {}).get("solution")
-                     and c.cell_type == "code")
+        blank = nbformat.read(
+            course / "exercises" / assignment / f"{assignment}.ipynb", as_version=4
+        )
+        first = next(
+            c
+            for c in solved.cells
+            if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"
+        )
         for cell in blank.cells:
-            if cell.metadata.get("nbgrader", {}).get("grade_id") == \
-                    first.metadata["nbgrader"]["grade_id"]:
+            if (
+                cell.metadata.get("nbgrader", {}).get("grade_id")
+                == first.metadata["nbgrader"]["grade_id"]
+            ):
                 cell.source = first.source
         return blank
     if kind in _EXTRA_CELL:
@@ -62,30 +67,48 @@ def hardware() -> dict:
     """The machine the numbers come from."""
     model = ""
     try:
-        model = next(line.split(":", 1)[1].strip() for line in
-                     Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name"))
+        model = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
     except (OSError, StopIteration):
         pass
     gpus = ""
     if shutil.which("nvidia-smi"):
-        gpus = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                              capture_output=True, text=True, check=False).stdout.strip()
+        gpus = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
     import nbgrader
 
-    return {"host": platform.node(), "cpu": model, "cores": os.cpu_count(),
-            "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30),
-            "gpus": gpus or "none", "python": platform.python_version(),
-            "nbgrader": nbgrader.__version__, "sandbox": sandbox.detect_level(),
-            # other work on the machine slows every number down
-            "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}
+    return {
+        "host": platform.node(),
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30),
+        "gpus": gpus or "none",
+        "python": platform.python_version(),
+        "nbgrader": nbgrader.__version__,
+        "sandbox": sandbox.detect_level(),
+        # other work on the machine slows every number down
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 def _nbgrader(course: Path, *args: str) -> float:
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     started = time.monotonic()
-    subprocess.run([str(Path(sys.executable).parent / "nbgrader"), *args], cwd=course, env=env,
-                   check=True, capture_output=True)
+    subprocess.run(
+        [str(Path(sys.executable).parent / "nbgrader"), *args],
+        cwd=course,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     return time.monotonic() - started
 
 
@@ -97,11 +120,22 @@ def _course_copy(course: Path, into: Path) -> Path:
     return copy
 
 
-def bench(course: Path, assignments: list[str], students: int, workers: int,
-          serial_sample: int, output: Path) -> Path:
+def bench(
+    course: Path,
+    assignments: list[str],
+    students: int,
+    workers: int,
+    serial_sample: int,
+    output: Path,
+) -> Path:
     """Run the benchmark; the path of the JSON it wrote."""
-    result = {"hardware": hardware(), "students": students, "workers": workers,
-              "class_pattern": CLASS_OF_20, "assignments": {}}
+    result = {
+        "hardware": hardware(),
+        "students": students,
+        "workers": workers,
+        "class_pattern": CLASS_OF_20,
+        "assignments": {},
+    }
     with tempfile.TemporaryDirectory(prefix="grader-bench-") as tmp:
         for assignment in assignments:
             copy = _course_copy(course, Path(tmp) / assignment)
@@ -118,10 +152,10 @@ def bench(course: Path, assignments: list[str], students: int, workers: int,
             serial_copy = _course_copy(course, Path(tmp) / f"{assignment}-serial")
             _nbgrader(serial_copy, "generate_assignment", assignment)
             for student in serial:
-                shutil.copytree(copy / "submitted" / student,
-                                serial_copy / "submitted" / student)
-            serial_times = [_nbgrader(serial_copy, "autograde", assignment, "--student", s)
-                            for s in serial]
+                shutil.copytree(copy / "submitted" / student, serial_copy / "submitted" / student)
+            serial_times = [
+                _nbgrader(serial_copy, "autograde", assignment, "--student", s) for s in serial
+            ]
             run = batch_mod.Batch(copy, assignment, copy / "grading", workers)
             started = time.monotonic()
             outcomes = batch_mod.run(run, list(kinds))
@@ -129,8 +163,13 @@ def bench(course: Path, assignments: list[str], students: int, workers: int,
             per_kind: dict[str, list] = defaultdict(list)
             for o in outcomes:
                 per_kind[kinds[o.student]].append(
-                    {"score": o.score, "status": o.status, "flagged": bool(o.flags),
-                     "seconds": o.seconds})
+                    {
+                        "score": o.score,
+                        "status": o.status,
+                        "flagged": bool(o.flags),
+                        "seconds": o.seconds,
+                    }
+                )
             serial_mean = sum(serial_times) / max(1, len(serial_times))
             result["assignments"][assignment] = {
                 "wall_seconds": round(wall, 1),
@@ -139,17 +178,23 @@ def bench(course: Path, assignments: list[str], students: int, workers: int,
                 "estimated_serial_seconds": round(serial_mean * students, 1),
                 "speedup_vs_serial_estimate": round(serial_mean * students / wall, 2),
                 "by_kind": {
-                    kind: {"count": len(v),
-                           "scores": sorted({x["score"] for x in v if x["score"] is not None}),
-                           "not_graded": sum(x["status"] != "graded" for x in v),
-                           "flagged": sum(x["flagged"] for x in v),
-                           "mean_seconds": round(sum(x["seconds"] for x in v) / len(v), 1)}
-                    for kind, v in per_kind.items()},
+                    kind: {
+                        "count": len(v),
+                        "scores": sorted({x["score"] for x in v if x["score"] is not None}),
+                        "not_graded": sum(x["status"] != "graded" for x in v),
+                        "flagged": sum(x["flagged"] for x in v),
+                        "mean_seconds": round(sum(x["seconds"] for x in v) / len(v), 1),
+                    }
+                    for kind, v in per_kind.items()
+                },
             }
     result["total_wall_seconds"] = round(
-        sum(a["wall_seconds"] for a in result["assignments"].values()), 1)
+        sum(a["wall_seconds"] for a in result["assignments"].values()), 1
+    )
     output.mkdir(parents=True, exist_ok=True)
-    path = output / (f"grading-bench-{'-'.join(assignments)}-{students}students-{workers}w-"
-                     f"{result['hardware']['cores']}cores.json")
+    path = output / (
+        f"grading-bench-{'-'.join(assignments)}-{students}students-{workers}w-"
+        f"{result['hardware']['cores']}cores.json"
+    )
     path.write_text(json.dumps(result, indent=1) + "\n")
     return path

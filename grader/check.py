@@ -95,16 +95,21 @@ def scan_code(source: str) -> list[str]:
                         reasons.append(f"imports {name} from the course package")
                     if top in _PROCESS_MODULES or top in ("importlib", "builtins"):
                         reasons.append(f"imports {top}")
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-                    and node.func.id in _CALLS:
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in _CALLS
+            ):
                 reasons.append(f"calls {node.func.id}()")
             elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
-                targets = node.targets if isinstance(node, ast.Assign | ast.Delete) \
-                    else [node.target]
+                targets = (
+                    node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
+                )
                 for target in targets:
                     name = _dotted(target)
-                    if re.match(r"(np|numpy)\.testing\.|.*\.(assert_\w+)$", name) or \
-                            name.startswith(("sys.", "builtins.", "IPython.", "demos.")):
+                    if re.match(
+                        r"(np|numpy)\.testing\.|.*\.(assert_\w+)$", name
+                    ) or name.startswith(("sys.", "builtins.", "IPython.", "demos.")):
                         reasons.append(f"assigns to {name}")
             elif isinstance(node, ast.Attribute) and _dotted(node) in ("sys.modules",):
                 reasons.append("uses sys.modules")
@@ -115,8 +120,10 @@ def scan_code(source: str) -> list[str]:
     else:
         reasons.append("does not parse as Python")
         strings.append(source)
-    code_words = _words(source)
-    texts = [code_words, _words("".join(strings))]
+    # Line by line, so that words of neighbouring lines ("### BEGIN SOLUTION" then
+    # "shared = ...") never run together into a suspicious one.
+    texts = [_words(line) for line in source.splitlines()]
+    texts.append(_words("".join(strings)))
     texts += [_words(d) for s in strings for d in _decoded(s)[1:]]
     for word, why in SUSPICIOUS_WORDS.items():
         if any(word in text for text in texts):
@@ -143,8 +150,9 @@ def _expected(template_db: Path, assignment: str) -> tuple[dict[str, set[str]], 
     return mine, others
 
 
-def check_submission(folder: Path, assignment: str, template_db: Path,
-                     repair: bool = False) -> list[str]:
+def check_submission(
+    folder: Path, assignment: str, template_db: Path, repair: bool = False
+) -> list[str]:
     """Flags for one student's submitted folder; with *repair*, fix what can be fixed.
 
     Repairs: a single notebook under another name is renamed to the expected
@@ -185,15 +193,18 @@ def check_submission(folder: Path, assignment: str, template_db: Path,
             elif grade_id:
                 seen.add(grade_id)
         if duplicates:
-            flags.append(f"duplicated grade ids {sorted(set(duplicates))} (a split cell?): "
-                         "later copies graded as plain cells")
+            flags.append(
+                f"duplicated grade ids {sorted(set(duplicates))} (a split cell?): "
+                "later copies graded as plain cells"
+            )
             if repair:
                 nbformat.write(nb, path)
     return flags
 
 
-def _check_notebook(nb: nbformat.NotebookNode, name: str, expected: set[str],
-                    others: dict[str, str]) -> list[str]:
+def _check_notebook(
+    nb: nbformat.NotebookNode, name: str, expected: set[str], others: dict[str, str]
+) -> list[str]:
     flags = []
     ids = {c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells} - {None}
     if ids and not ids & expected and ids & set(others):
@@ -215,7 +226,9 @@ def check_course(course: Path, assignment: str, students: list[str]) -> dict[str
     """Flags for every student's submission (read-only: nothing is repaired)."""
     db = course / "gradebook.db"
     if not db.is_file():
-        raise SystemExit(f"no gradebook in {course}: run 'nbgrader generate_assignment "
-                         f"{assignment}' first")
-    return {s: check_submission(course / "submitted" / s / assignment, assignment, db)
-            for s in students}
+        raise SystemExit(
+            f"no gradebook in {course}: run 'nbgrader generate_assignment {assignment}' first"
+        )
+    return {
+        s: check_submission(course / "submitted" / s / assignment, assignment, db) for s in students
+    }

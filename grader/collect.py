@@ -87,8 +87,9 @@ def _entries(item: Path, report: Report) -> list[tuple[PurePosixPath, bytes, str
             if path.is_symlink():
                 report.refused.append(f"{path}: a symbolic link")
             elif path.is_file():
-                found += _entries_of_file(path, PurePosixPath(*path.relative_to(item).parts),
-                                          report)
+                found += _entries_of_file(
+                    path, PurePosixPath(*path.relative_to(item).parts), report
+                )
         return found
     return _entries_of_file(item, PurePosixPath(item.name), report)
 
@@ -101,9 +102,11 @@ def _entries_of_file(path: Path, inner: PurePosixPath, report: Report):
                 if problem:
                     report.refused.append(f"{path.name}: unsafe archive ({problem})")
                     return []
-                return [(inner.parent / PurePosixPath(i.filename), archive.read(i), path.name)
-                        for i in archive.infolist() if i.filename.endswith(".ipynb")
-                        and "__MACOSX" not in i.filename]
+                return [
+                    (inner.parent / PurePosixPath(i.filename), archive.read(i), path.name)
+                    for i in archive.infolist()
+                    if i.filename.endswith(".ipynb") and "__MACOSX" not in i.filename
+                ]
         except zipfile.BadZipFile:
             report.refused.append(f"{path.name}: not a valid zip file")
             return []
@@ -149,6 +152,7 @@ def collect_all(course: Path, assignment: str, inputs: list[Path]) -> Report:
                 report.renamed[name] = student
             try:
                 import nbformat
+
                 nbformat.reads(content.decode("utf-8"), as_version=4)
             except Exception:  # noqa: BLE001  (any failure means unreadable)
                 report.refused.append(f"{inner} ({origin}): not a readable notebook")
@@ -164,4 +168,3 @@ def collect_all(course: Path, assignment: str, inputs: list[Path]) -> Report:
         writer.writeheader()
         writer.writerows({"name": k, "id": v} for k, v in sorted(known.items()))
     return report
-

@@ -75,12 +75,21 @@ def with_token(source: str, token: str) -> str:
         last = ast.parse(source).body[-1]
     except (SyntaxError, IndexError):  # IPython magics, or an empty cell
         return "\n".join([*lines, printing])
-    ends_alone = last.end_lineno == len(lines) and lines[-1].rstrip() != "" and \
-        not lines[-1].rstrip().endswith(";")
+    ends_alone = (
+        last.end_lineno == len(lines)
+        and lines[-1].rstrip() != ""
+        and not lines[-1].rstrip().endswith(";")
+    )
     if isinstance(last, ast.Expr) and last.col_offset == 0 and ends_alone:
-        expression = "\n".join(lines[last.lineno - 1:])
-        return "\n".join([*lines[:last.lineno - 1], f"_grader_value = (\n{expression}\n)",
-                          printing, "_grader_value"])
+        expression = "\n".join(lines[last.lineno - 1 :])
+        return "\n".join(
+            [
+                *lines[: last.lineno - 1],
+                f"_grader_value = (\n{expression}\n)",
+                printing,
+                "_grader_value",
+            ]
+        )
     return "\n".join([*lines, printing])
 
 
@@ -106,8 +115,11 @@ def _scrub(cell: NotebookNode, token: str) -> None:
         for mime, value in output.get("data", {}).items():
             if isinstance(value, str):
                 output["data"][mime] = value.replace(token, "")
-    cell["outputs"] = [o for o in cell.get("outputs", [])
-                       if not (o.get("output_type") == "stream" and not o.get("text"))]
+    cell["outputs"] = [
+        o
+        for o in cell.get("outputs", [])
+        if not (o.get("output_type") == "stream" and not o.get("text"))
+    ]
 
 
 def _record_flag(grade_id: str, reason: str) -> None:
@@ -149,8 +161,9 @@ class GuardedExecute(Execute):
 
     def _verify(self, cell: NotebookNode, index: int) -> None:
         token = self._tokens[index]
-        printed = "".join(o.get("text", "") for o in cell.get("outputs", [])
-                          if o.get("output_type") == "stream")
+        printed = "".join(
+            o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream"
+        )
         failed_already = any(o.get("output_type") == "error" for o in cell.get("outputs", []))
         reason = None
         if index in self._tampered:
@@ -162,20 +175,26 @@ class GuardedExecute(Execute):
             grade_id = cell.metadata["nbgrader"].get("grade_id", "")
             self.log.warning("Integrity check failed in cell %s: %s", grade_id, reason)
             _record_flag(grade_id, reason)
-            cell.outputs.append(NotebookNode(
-                output_type="error", ename=INTEGRITY_ERROR,
-                evalue=f"{reason}; flagged for manual grading",
-                traceback=[f"{INTEGRITY_ERROR}: {reason}; flagged for manual grading"]))
+            cell.outputs.append(
+                NotebookNode(
+                    output_type="error",
+                    ename=INTEGRITY_ERROR,
+                    evalue=f"{reason}; flagged for manual grading",
+                    traceback=[f"{INTEGRITY_ERROR}: {reason}; flagged for manual grading"],
+                )
+            )
 
     async def _probe(self) -> str:
-        msg_id = self.kc.execute("", silent=True, store_history=False,
-                                 user_expressions={"state": _PROBE})
+        msg_id = self.kc.execute(
+            "", silent=True, store_history=False, user_expressions={"state": _PROBE}
+        )
         reply = await self.async_wait_for_reply(msg_id)
         result = (reply or {}).get("content", {}).get("user_expressions", {}).get("state", {})
         return str(result.get("data", {}).get("text/plain", result.get("status", "no reply")))
 
-    async def async_execute_cell(self, cell: NotebookNode, cell_index: int, *args: Any,
-                                 **kwargs: Any) -> NotebookNode:
+    async def async_execute_cell(
+        self, cell: NotebookNode, cell_index: int, *args: Any, **kwargs: Any
+    ) -> NotebookNode:
         if self._baseline is None:
             self._baseline = await self._probe()
         cell = await super().async_execute_cell(cell, cell_index, *args, **kwargs)
@@ -193,9 +212,11 @@ class SaveAutoGradesWithFlags(SaveAutoGrades):
     def _add_score(self, cell: NotebookNode, resources: dict) -> None:
         super()._add_score(cell, resources)
         if any(o.get("ename") == INTEGRITY_ERROR for o in cell.get("outputs", [])):
-            grade = self.gradebook.find_grade(cell.metadata["nbgrader"]["grade_id"],
-                                              self.notebook_id, self.assignment_id,
-                                              self.student_id)
+            grade = self.gradebook.find_grade(
+                cell.metadata["nbgrader"]["grade_id"],
+                self.notebook_id,
+                self.assignment_id,
+                self.student_id,
+            )
             grade.needs_manual_grade = True
             self.gradebook.db.commit()
-

@@ -47,10 +47,10 @@ LEVEL_MEANING = {
     "bwrap+uid": "own user id, no network, own process tree, course files hidden or read-only",
     "bwrap": "no network, own process tree, course files hidden or read-only (same user id)",
     "uid": "own user id: course files and gradebook not writable, gradebook copies unreadable, "
-           "its processes killed after each notebook; CANNOT hide world-readable files "
-           "(e.g. solutions/) or cut the network (no user namespaces here)",
+    "its processes killed after each notebook; CANNOT hide world-readable files "
+    "(e.g. solutions/) or cut the network (no user namespaces here)",
     "limits": "resource limits only: CANNOT protect the gradebook or course files "
-              "(run as root or allow user namespaces)",
+    "(run as root or allow user namespaces)",
 }
 
 
@@ -95,17 +95,53 @@ def detect_level() -> str:
         return chosen
     root = os.geteuid() == 0
     bwrap = shutil.which("bwrap")
-    probe = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-             "--unshare-net", "--unshare-pid", "--die-with-parent", "true"]
-    if root and bwrap and shutil.which("setpriv") and _works(
-            [bwrap, *probe[:-1], "setpriv", f"--reuid={BASE_UID}", f"--regid={BASE_UID}",
-             "--clear-groups", "true"]):
+    probe = [
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--unshare-net",
+        "--unshare-pid",
+        "--die-with-parent",
+        "true",
+    ]
+    if (
+        root
+        and bwrap
+        and shutil.which("setpriv")
+        and _works(
+            [
+                bwrap,
+                *probe[:-1],
+                "setpriv",
+                f"--reuid={BASE_UID}",
+                f"--regid={BASE_UID}",
+                "--clear-groups",
+                "true",
+            ]
+        )
+    ):
         return "bwrap+uid"
     if not root and bwrap and _works([bwrap, "--unshare-user", *probe]):
         return "bwrap"
-    if root and shutil.which("setpriv") and _works(
-            ["setpriv", f"--reuid={BASE_UID}", f"--regid={BASE_UID}", "--clear-groups",
-             sys.executable, "-c", "import ipykernel, demos"]):
+    if (
+        root
+        and shutil.which("setpriv")
+        and _works(
+            [
+                "setpriv",
+                f"--reuid={BASE_UID}",
+                f"--regid={BASE_UID}",
+                "--clear-groups",
+                sys.executable,
+                "-c",
+                "import ipykernel, demos",
+            ]
+        )
+    ):
         return "uid"
     return "limits"
 
@@ -120,9 +156,21 @@ def course_environment_paths() -> list[str]:
 
 def _bwrap_arguments(policy: Policy, workdir: str) -> list[str]:
     """bubblewrap options: hide, then put back read-only and writable folders."""
-    args = ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-            "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev",
-            "--proc", "/proc"]
+    args = [
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--die-with-parent",
+        "--new-session",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+    ]
     # GPU device files, so that a GPU grader grades on the GPU as the students ran it.
     for device in sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri")):
         args += ["--dev-bind", device, device]
@@ -130,15 +178,22 @@ def _bwrap_arguments(policy: Policy, workdir: str) -> list[str]:
     for path in sorted(set(policy.hide), key=len):
         if os.path.isdir(path) and not any(path.startswith(h + "/") for h in hidden):
             hidden.append(path)
-            args += ["--perms", "01777" if path in ("/tmp", "/var/tmp", "/dev/shm") else "0755",
-                     "--tmpfs", path]
+            args += [
+                "--perms",
+                "01777" if path in ("/tmp", "/var/tmp", "/dev/shm") else "0755",
+                "--tmpfs",
+                path,
+            ]
     made: set[str] = set()
-    for option, paths in (("--ro-bind", policy.readonly),
-                          ("--bind", [*policy.writable, workdir])):
+    for option, paths in (("--ro-bind", policy.readonly), ("--bind", [*policy.writable, workdir])):
         for path in dict.fromkeys(paths):
             # Folders above a put-back path inside a hidden one are new: let the user pass.
-            parents = [p for p in reversed(Path(path).parents) if str(p) not in made
-                       and any(str(p) == h or str(p).startswith(h + "/") for h in hidden)]
+            parents = [
+                p
+                for p in reversed(Path(path).parents)
+                if str(p) not in made
+                and any(str(p) == h or str(p).startswith(h + "/") for h in hidden)
+            ]
             for parent in [*parents[1:], Path(path)]:
                 if str(parent) not in made:
                     args += ["--perms", "0755", "--dir", str(parent)]
@@ -149,23 +204,43 @@ def _bwrap_arguments(policy: Policy, workdir: str) -> list[str]:
 
 def kernel_command(policy: Policy, connection_file: str, workdir: str) -> list[str]:
     """The command that starts ipykernel in *workdir* inside the sandbox *policy* describes."""
-    kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file,
-              "--HistoryManager.hist_file=:memory:"]
+    kernel = [
+        sys.executable,
+        "-m",
+        "ipykernel_launcher",
+        "-f",
+        connection_file,
+        "--HistoryManager.hist_file=:memory:",
+    ]
     drop = []
     if policy.uid is not None and policy.level in ("bwrap+uid", "uid"):
-        drop = ["setpriv", f"--reuid={policy.uid}", f"--regid={policy.uid}", "--clear-groups",
-                "--inh-caps=-all"]
+        drop = [
+            "setpriv",
+            f"--reuid={policy.uid}",
+            f"--regid={policy.uid}",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ]
     if policy.level == "bwrap+uid":  # bwrap as root builds the box, then we drop to the uid
-        return [shutil.which("bwrap") or "bwrap", *_bwrap_arguments(policy, workdir),
-                *drop, *kernel]
+        return [
+            shutil.which("bwrap") or "bwrap",
+            *_bwrap_arguments(policy, workdir),
+            *drop,
+            *kernel,
+        ]
     if policy.level == "bwrap":
-        return [shutil.which("bwrap") or "bwrap", "--unshare-user",
-                *_bwrap_arguments(policy, workdir), *kernel]
+        return [
+            shutil.which("bwrap") or "bwrap",
+            "--unshare-user",
+            *_bwrap_arguments(policy, workdir),
+            *kernel,
+        ]
     return drop + kernel
 
 
 def kill_user_processes(uid: int, grace: float = 0.5) -> int:
     """Kill every process of user *uid* (the sandbox's); how many there were."""
+
     def pids() -> list[int]:
         found = []
         for entry in Path("/proc").iterdir():
@@ -209,8 +284,15 @@ def install_kernelspec(folder: Path, policy_file: Path) -> str:
     spec = folder / "kernels" / "grader-sandbox"
     spec.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "grader.sandbox_kernel", str(policy_file), "{connection_file}"]
-    (spec / "kernel.json").write_text(json.dumps(
-        {"argv": argv, "display_name": "Python (grading sandbox)", "language": "python",
-         # signals do not reach into the sandbox: interrupt through a message
-         "interrupt_mode": "message"}))
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": argv,
+                "display_name": "Python (grading sandbox)",
+                "language": "python",
+                # signals do not reach into the sandbox: interrupt through a message
+                "interrupt_mode": "message",
+            }
+        )
+    )
     return "grader-sandbox"

@@ -14,11 +14,13 @@ from grader.sandbox import Policy, kernel_command
 
 def apply_limits(policy: Policy) -> None:
     """Resource limits inherited by the kernel and everything it starts."""
-    for limit, value in ((resource.RLIMIT_DATA, policy.memory_bytes),
-                         (resource.RLIMIT_CPU, policy.cpu_seconds),
-                         (resource.RLIMIT_NPROC, policy.processes),
-                         (resource.RLIMIT_FSIZE, policy.file_bytes),
-                         (resource.RLIMIT_CORE, 0)):
+    for limit, value in (
+        (resource.RLIMIT_DATA, policy.memory_bytes),
+        (resource.RLIMIT_CPU, policy.cpu_seconds),
+        (resource.RLIMIT_NPROC, policy.processes),
+        (resource.RLIMIT_FSIZE, policy.file_bytes),
+        (resource.RLIMIT_CORE, 0),
+    ):
         resource.setrlimit(limit, (value, value))
 
 

@@ -26,16 +26,20 @@ from grader import sandbox
 def job_script(run: batch_mod.Batch, count: int, options: list[str]) -> str:
     """The sbatch script of the array (the settings travel in ``<work>/batch.json``)."""
     limit = max(1, (run.wall_seconds + 180) // 60)
-    lines = ["#!/bin/bash",
-             f"#SBATCH --job-name=grade-{run.assignment}",
-             f"#SBATCH --array=0-{count - 1}%{run.workers}",
-             f"#SBATCH --output={run.work}/slurm-%A_%a.out",
-             "#SBATCH --cpus-per-task=1",
-             f"#SBATCH --time={limit}",
-             *[f"#SBATCH {option}" for option in options],
-             f"export PATH={shlex.quote(str(Path(sys.executable).parent))}:$PATH",
-             (f"exec {shlex.quote(sys.executable)} -m grader task "
-              f"{shlex.quote(str(run.work / 'batch.json'))} \"$SLURM_ARRAY_TASK_ID\"")]
+    lines = [
+        "#!/bin/bash",
+        f"#SBATCH --job-name=grade-{run.assignment}",
+        f"#SBATCH --array=0-{count - 1}%{run.workers}",
+        f"#SBATCH --output={run.work}/slurm-%A_%a.out",
+        "#SBATCH --cpus-per-task=1",
+        f"#SBATCH --time={limit}",
+        *[f"#SBATCH {option}" for option in options],
+        f"export PATH={shlex.quote(str(Path(sys.executable).parent))}:$PATH",
+        (
+            f"exec {shlex.quote(sys.executable)} -m grader task "
+            f'{shlex.quote(str(run.work / "batch.json"))} "$SLURM_ARRAY_TASK_ID"'
+        ),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -43,16 +47,18 @@ def task(batch_file: Path, index: int) -> None:
     """One array task: grade the *index*-th student and write their outcome."""
     settings = json.loads(batch_file.read_text())
     students = settings.pop("students")
-    run = batch_mod.Batch(**{k: Path(v) if k in ("course", "work") else v
-                             for k, v in settings.items()})
+    run = batch_mod.Batch(
+        **{k: Path(v) if k in ("course", "work") else v for k, v in settings.items()}
+    )
     student = students[index]
     uid = sandbox.BASE_UID + 16 + index % 4096 if run.level in ("bwrap+uid", "uid") else None
     outcome = batch_mod.grade_student(run, student, run.work / "template.db", uid)
     (run.work / student / "outcome.json").write_text(json.dumps(asdict(outcome)))
 
 
-def run_slurm(run: batch_mod.Batch, students: list[str], options: list[str],
-              progress: bool = True) -> list[batch_mod.Outcome]:
+def run_slurm(
+    run: batch_mod.Batch, students: list[str], options: list[str], progress: bool = True
+) -> list[batch_mod.Outcome]:
     """Submit the array, wait for it, merge; outcomes in *students* order."""
     from tqdm import tqdm
 
@@ -64,10 +70,18 @@ def run_slurm(run: batch_mod.Batch, students: list[str], options: list[str],
         (run.work / student / "outcome.json").unlink(missing_ok=True)
     script = run.work / "grade.sbatch"
     script.write_text(job_script(run, len(students), options))
-    submit = subprocess.Popen(["sbatch", "--wait", "--parsable", str(script)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    with tqdm(total=len(students), desc=f"grading {run.assignment} on Slurm", unit="student",
-              disable=not progress) as bar:
+    submit = subprocess.Popen(
+        ["sbatch", "--wait", "--parsable", str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    with tqdm(
+        total=len(students),
+        desc=f"grading {run.assignment} on Slurm",
+        unit="student",
+        disable=not progress,
+    ) as bar:
         while submit.poll() is None:
             done = sum((run.work / s / "outcome.json").is_file() for s in students)
             bar.update(done - bar.n)
@@ -82,8 +96,9 @@ def run_slurm(run: batch_mod.Batch, students: list[str], options: list[str],
         if path.is_file():
             outcome = batch_mod.Outcome(**json.loads(path.read_text()))
         else:
-            outcome = batch_mod.Outcome(student, status="failed",
-                                        flags=["the Slurm task ended without a result"])
+            outcome = batch_mod.Outcome(
+                student, status="failed", flags=["the Slurm task ended without a result"]
+            )
         if outcome.status == "graded":
             try:
                 batch_mod.merge(run, outcome)

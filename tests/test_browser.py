@@ -32,8 +32,14 @@ CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 SCREENSHOTS = Path(os.environ.get("COURSE_SCREENSHOT_DIR", ROOT / "browser-screenshots"))
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="needs Debian's chromium and chromium-driver (.ci/run installs them)"),
-    pytest.mark.skipif(not (ROOT / ".venv" / ".course-install-stamp").exists(), reason="runs where ./course.sh has installed .venv"),
+    pytest.mark.skipif(
+        not (CHROMIUM and CHROMEDRIVER),
+        reason="needs Debian's chromium and chromium-driver (.ci/run installs them)",
+    ),
+    pytest.mark.skipif(
+        not (ROOT / ".venv" / ".course-install-stamp").exists(),
+        reason="runs where ./course.sh has installed .venv",
+    ),
 ]
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium comes with the 'test' extra")
 from selenium.webdriver.common.by import By
@@ -47,22 +53,39 @@ class Lab:
     def __init__(self, folder: Path, mode: str, tmp: Path):
         self.port = _free_port()
         self.log = tmp / f"{mode}.log"
-        env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp / f"runtime-{mode}"),
-               "JUPYTERLAB_SETTINGS_DIR": str(tmp / f"settings-{mode}"),
-               "JUPYTERLAB_WORKSPACES_DIR": str(tmp / f"workspaces-{mode}"),
-               "JUPYTER_CONFIG_DIR": str(tmp / f"config-{mode}"), "NUMBA_ENABLE_CUDASIM": "1"}
+        env = {
+            **os.environ,
+            "JUPYTER_RUNTIME_DIR": str(tmp / f"runtime-{mode}"),
+            "JUPYTERLAB_SETTINGS_DIR": str(tmp / f"settings-{mode}"),
+            "JUPYTERLAB_WORKSPACES_DIR": str(tmp / f"workspaces-{mode}"),
+            "JUPYTER_CONFIG_DIR": str(tmp / f"config-{mode}"),
+            "NUMBA_ENABLE_CUDASIM": "1",
+        }
         # Every cell in the page (no windowing), so the test sees every prompt and output.
-        tracker = tmp / f"settings-{mode}" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+        tracker = (
+            tmp
+            / f"settings-{mode}"
+            / "@jupyterlab"
+            / "notebook-extension"
+            / "tracker.jupyterlab-settings"
+        )
         tracker.parent.mkdir(parents=True, exist_ok=True)
         tracker.write_text('{"windowingMode": "none"}')
         with open(self.log, "w") as out:
             self.proc = subprocess.Popen(
                 [str(folder / "course.sh"), mode, "--no-browser", f"--ServerApp.port={self.port}"],
-                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=folder)
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                cwd=folder,
+            )
         deadline, self.token = time.monotonic() + 120, None
         while time.monotonic() < deadline and self.token is None:
             assert self.proc.poll() is None, f"JupyterLab exited early:\n{self.log.read_text()}"
-            match = re.search(rf":{self.port}/lab/tree/course/README\.md\?token=([0-9a-f]+)", self.log.read_text())
+            match = re.search(
+                rf":{self.port}/lab/tree/course/README\.md\?token=([0-9a-f]+)", self.log.read_text()
+            )
             self.token = match.group(1) if match else None
             time.sleep(0.5)
         assert self.token, f"no URL with a token:\n{self.log.read_text()}"
@@ -81,9 +104,19 @@ def _chromium(tmp: Path):
     os.environ["SE_OFFLINE"] = "true"  # never let selenium download a browser or driver
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-                 "--disable-dev-shm-usage", "--window-size=1400,1000", f"--user-data-dir={tmp / 'chromium'}"]:
+    for flag in [
+        "--no-sandbox",
+        "--headless",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-quic",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+        f"--user-data-dir={tmp / 'chromium'}",
+    ]:
         options.add_argument(flag)
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 
@@ -113,23 +146,35 @@ def _menu(driver, menu: str, entry: str) -> None:
 
 
 def _menu_labels(driver) -> list[str]:
-    _wait(driver).until(EC.presence_of_element_located((By.CSS_SELECTOR, "#jp-MainMenu .lm-MenuBar-item")))
-    return [i.text.strip() for i in driver.find_elements(By.CSS_SELECTOR, "#jp-MainMenu .lm-MenuBar-item")]
+    _wait(driver).until(
+        EC.presence_of_element_located((By.CSS_SELECTOR, "#jp-MainMenu .lm-MenuBar-item"))
+    )
+    return [
+        i.text.strip()
+        for i in driver.find_elements(By.CSS_SELECTOR, "#jp-MainMenu .lm-MenuBar-item")
+    ]
 
 
 def _open_notebook(driver, lab: Lab, path: str):
     driver.get(lab.url(f"lab/tree/{path}"))
-    panel = '.jp-NotebookPanel:not(.lm-mod-hidden)'
-    _wait(driver, 90).until(EC.presence_of_element_located((By.CSS_SELECTOR, f"{panel} .jp-Notebook .jp-Cell")))
-    _wait(driver, 90).until(lambda d: "Idle" in d.find_element(By.CSS_SELECTOR, "#jp-main-statusbar").text)
+    panel = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+    _wait(driver, 90).until(
+        EC.presence_of_element_located((By.CSS_SELECTOR, f"{panel} .jp-Notebook .jp-Cell"))
+    )
+    _wait(driver, 90).until(
+        lambda d: "Idle" in d.find_element(By.CSS_SELECTOR, "#jp-main-statusbar").text
+    )
     return driver.find_element(By.CSS_SELECTOR, panel)
 
 
 def _validate(driver, panel) -> str:
     """Press Validate; the class of nbgrader's result ('validation-success'/'-failed')."""
     panel.find_element(By.CSS_SELECTOR, ".validate-button").click()
-    result = _wait(driver, 240).until(EC.presence_of_element_located(
-        (By.CSS_SELECTOR, ".jp-Dialog .validation-success, .jp-Dialog .validation-failed")))
+    result = _wait(driver, 240).until(
+        EC.presence_of_element_located(
+            (By.CSS_SELECTOR, ".jp-Dialog .validation-success, .jp-Dialog .validation-failed")
+        )
+    )
     outcome = result.get_attribute("class")
     driver.find_element(By.CSS_SELECTOR, ".jp-Dialog .jp-Dialog-button.jp-mod-accept").click()
     _wait(driver, 10).until(EC.invisibility_of_element_located((By.CSS_SELECTOR, ".jp-Dialog")))
@@ -162,44 +207,69 @@ def test_student_mode_index_chapter_and_validate(browser, student_lab):
     lab, driver = student_lab, browser
     with step(driver, "1-index"):
         driver.get(lab.url("lab/tree/course/README.md"))
-        index = _wait(driver, 90).until(EC.presence_of_element_located(
-            (By.CSS_SELECTOR, ".jp-MarkdownViewer .jp-RenderedMarkdown h1")))
+        index = _wait(driver, 90).until(
+            EC.presence_of_element_located(
+                (By.CSS_SELECTOR, ".jp-MarkdownViewer .jp-RenderedMarkdown h1")
+            )
+        )
         assert index.is_displayed()  # rendered, not Markdown source in an editor
-        links = driver.find_elements(By.CSS_SELECTOR, ".jp-MarkdownViewer .jp-RenderedMarkdown a[href]")
+        links = driver.find_elements(
+            By.CSS_SELECTOR, ".jp-MarkdownViewer .jp-RenderedMarkdown a[href]"
+        )
         targets = set()
         for a in links:
             href = urllib.parse.unquote(urllib.parse.urlparse(a.get_attribute("href")).path)
             if ".ipynb" in href:
                 targets.add(re.sub(r"^.*?/(files|tree)/", "", href))
         chapters = {f"course/{p.name}" for p in (lab.folder / "course").glob("*.ipynb")}
-        assert chapters <= targets, f"chapters without a link in the index: {sorted(chapters - targets)}"
+        assert chapters <= targets, (
+            f"chapters without a link in the index: {sorted(chapters - targets)}"
+        )
         for target in targets:
             assert _status(lab.url(f"api/contents/{urllib.parse.quote(target)}")) == 200, target
         assert "Nbgrader" not in _menu_labels(driver)  # no instructor menu for students
         assert _status(lab.url("formgrader")) == 404  # and no Formgrader behind it
         assert "Jupyter news" not in driver.find_element(By.TAG_NAME, "body").text
     with step(driver, "2-chapter-link"):
-        chapter2 = next(a for a in driver.find_elements(By.CSS_SELECTOR, ".jp-RenderedMarkdown a[href]")
-                        if "02-simt-model.ipynb" in (a.get_attribute("href") or ""))
+        chapter2 = next(
+            a
+            for a in driver.find_elements(By.CSS_SELECTOR, ".jp-RenderedMarkdown a[href]")
+            if "02-simt-model.ipynb" in (a.get_attribute("href") or "")
+        )
         chapter2.click()
-        _wait(driver, 60).until(lambda d: any("02-simt-model.ipynb" in t.text for t in
-                                             d.find_elements(By.CSS_SELECTOR, ".lm-TabBar-tab.lm-mod-current")))
+        _wait(driver, 60).until(
+            lambda d: any(
+                "02-simt-model.ipynb" in t.text
+                for t in d.find_elements(By.CSS_SELECTOR, ".lm-TabBar-tab.lm-mod-current")
+            )
+        )
     with step(driver, "3-run-all"):
         panel = _open_notebook(driver, lab, "course/02-simt-model.ipynb")
         n_code = len(panel.find_elements(By.CSS_SELECTOR, ".jp-CodeCell"))
         _menu(driver, "Run", "Run All Cells")
 
         def finished(_d) -> bool:
-            prompts = [p.text for p in panel.find_elements(By.CSS_SELECTOR, ".jp-CodeCell .jp-InputPrompt")]
+            prompts = [
+                p.text for p in panel.find_elements(By.CSS_SELECTOR, ".jp-CodeCell .jp-InputPrompt")
+            ]
             return len([p for p in prompts if re.search(r"\[\d+\]", p)]) == n_code
 
         _wait(driver, 240).until(finished)
         # JupyterLab shows an exception as a stderr output holding its traceback
-        stderr = [o.text for o in panel.find_elements(
-            By.CSS_SELECTOR, '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
-        errors = [t for t in stderr if "Traceback" in t or re.search(r"^\w+Error\b", t, re.MULTILINE)]
+        stderr = [
+            o.text
+            for o in panel.find_elements(
+                By.CSS_SELECTOR,
+                '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]',
+            )
+        ]
+        errors = [
+            t for t in stderr if "Traceback" in t or re.search(r"^\w+Error\b", t, re.MULTILINE)
+        ]
         assert not errors, errors[0][-2000:]
-        assert len(panel.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output")) >= n_code // 2  # it printed
+        assert (
+            len(panel.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output")) >= n_code // 2
+        )  # it printed
     exercise = "exercises/simt/simt.ipynb"
     with step(driver, "4-validate-blank"):
         panel = _open_notebook(driver, lab, exercise)
@@ -213,8 +283,15 @@ def test_student_mode_index_chapter_and_validate(browser, student_lab):
 def test_instructor_mode_shows_the_formgrader(browser, tmp_path):
     instructor = tmp_path / "instructor"
     instructor.mkdir()
-    for rel in ["course.sh", "nbgrader_config.py", "pyproject.toml", "requirements", "jupyter",
-                "solutions", "course"]:
+    for rel in [
+        "course.sh",
+        "nbgrader_config.py",
+        "pyproject.toml",
+        "requirements",
+        "jupyter",
+        "solutions",
+        "course",
+    ]:
         (shutil.copytree if (ROOT / rel).is_dir() else shutil.copy2)(ROOT / rel, instructor / rel)
     (instructor / ".venv").symlink_to(ROOT / ".venv")
     lab = Lab(instructor, "instructor", tmp_path)
@@ -225,6 +302,8 @@ def test_instructor_mode_shows_the_formgrader(browser, tmp_path):
         with step(browser, "7-formgrader"):
             browser.get(lab.url("formgrader/manage_assignments"))
             assignments = sorted(p.name for p in (instructor / "solutions").iterdir() if p.is_dir())
-            _wait(browser, 60).until(lambda d: all(a in d.find_element(By.TAG_NAME, "body").text for a in assignments))
+            _wait(browser, 60).until(
+                lambda d: all(a in d.find_element(By.TAG_NAME, "body").text for a in assignments)
+            )
     finally:
         lab.stop()

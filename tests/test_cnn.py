@@ -19,7 +19,16 @@ def test_model_has_tutorial_parameters_and_shapes():
     model = build_model()
     assert model.count_params() == PARAMETER_COUNT == 122_570
     shapes = [tuple(layer.output.shape[1:]) for layer in model.layers]
-    assert shapes == [(30, 30, 32), (15, 15, 32), (13, 13, 64), (6, 6, 64), (4, 4, 64), (1024,), (64,), (10,)]
+    assert shapes == [
+        (30, 30, 32),
+        (15, 15, 32),
+        (13, 13, 64),
+        (6, 6, 64),
+        (4, 4, 64),
+        (1024,),
+        (64,),
+        (10,),
+    ]
 
 
 def test_loss_falls_on_a_few_steps():
@@ -37,7 +46,9 @@ def test_learns_offline_digits_well_above_chance():
     assert result["test_accuracy"] > 0.8, result  # chance is 0.1; ~0.95 seen
     assert len(result["history"]["loss"]) == 4
     predictions = np.argmax(result["model"].predict(dataset.x_test, verbose=0), axis=1)
-    assert np.mean(predictions == dataset.y_test) == pytest.approx(result["test_accuracy"], abs=0.02)
+    assert np.mean(predictions == dataset.y_test) == pytest.approx(
+        result["test_accuracy"], abs=0.02
+    )
 
 
 def test_digits_are_cifar_shaped_and_scaled():
@@ -73,7 +84,11 @@ def test_reads_the_cifar_python_archive(tmp_path, as_tarball):
         with tarfile.open(path, "w:gz") as archive:
             archive.add(folder, arcname="cifar-10-batches-py")
     d = cnn_data.load_cifar10(path)
-    assert d.name == "cifar10" and d.x_train.shape == (20, 32, 32, 3) and d.x_test.shape == (4, 32, 32, 3)
+    assert (
+        d.name == "cifar10"
+        and d.x_train.shape == (20, 32, 32, 3)
+        and d.x_test.shape == (4, 32, 32, 3)
+    )
     images, labels = expected["data_batch_2"]
     np.testing.assert_allclose(d.x_train[4:8], images.transpose(0, 2, 3, 1) / 255.0, rtol=1e-6)
     assert d.y_train[4:8].tolist() == labels
@@ -110,7 +125,10 @@ def test_mixed_precision_policy_is_used_and_reset():
     set_precision("mixed_bfloat16")
     try:
         model = build_model()
-        assert model.layers[0].compute_dtype == "bfloat16" and model.layers[0].variable_dtype == "float32"
+        assert (
+            model.layers[0].compute_dtype == "bfloat16"
+            and model.layers[0].variable_dtype == "float32"
+        )
         assert model.layers[-1].compute_dtype == "float32"  # logits stay float32
     finally:
         set_precision("float32")

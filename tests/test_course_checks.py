@@ -72,7 +72,9 @@ def test_every_student_cell_is_followed_by_its_check_and_every_check_is_used() -
 
 @pytest.mark.simulator
 @pytest.mark.parametrize("chapter, name, stub, follow", CELLS, ids=[c[1] for c in CELLS])
-def test_check_fails_the_stub_and_passes_the_model_answer(chapter, name, stub, follow, capsys) -> None:
+def test_check_fails_the_stub_and_passes_the_model_answer(
+    chapter, name, stub, follow, capsys
+) -> None:
     assert passes(name, _defined(stub, name)) is False
     said = capsys.readouterr().out
     assert said.startswith(f"✗ {name}:"), said
@@ -82,42 +84,57 @@ def test_check_fails_the_stub_and_passes_the_model_answer(chapter, name, stub, f
 
 MISTAKES = {
     # a kernel without a guard writes past the end
-    "add_to_kernel": ("""
+    "add_to_kernel": (
+        """
 from numba import cuda
 @cuda.jit
 def add_to_kernel(source, target):
     i = cuda.grid(1)
     target[i] += source[i]
-""", "outside"),
+""",
+        "outside",
+    ),
     # rows on x: right for the launch [(n, m), (1, 1)], wrong for the coalesced launch
-    "coalesced_distance_kernel": ("""
+    "coalesced_distance_kernel": (
+        """
 from numba import cuda
 @cuda.jit
 def coalesced_distance_kernel(x, y, out):
     i, j = cuda.grid(2)
     if i < out.shape[0] and j < out.shape[1]:
         out[i, j] = (x[i, 0] - y[j, 0]) ** 2 + (x[i, 1] - y[j, 1]) ** 2 + (x[i, 2] - y[j, 2]) ** 2
-""", "columns j on x"),
+""",
+        "columns j on x",
+    ),
     # the old chapter 2 model: equal lengths counted once
-    "warp_cost": ("""
+    "warp_cost": (
+        """
 def warp_cost(lane_branch, branch_steps):
     return sum(set(branch_steps[b] for b in lane_branch))
-""", "equal length"),
+""",
+        "equal length",
+    ),
     # float64 intermediate: the dtype is lost
-    "row_norms": ("""
+    "row_norms": (
+        """
 import numpy as np
 def row_norms(x):
     return (np.asarray(x, dtype=np.float64) ** 2).sum(axis=1)
-""", "dtype"),
+""",
+        "dtype",
+    ),
     # a tiled kernel without shared memory is not the lesson
-    "tiled_distance_kernel": ("""
+    "tiled_distance_kernel": (
+        """
 from numba import cuda
 @cuda.jit
 def tiled_distance_kernel(x, y, out):
     j, i = cuda.grid(2)
     if i < out.shape[0] and j < out.shape[1]:
         out[i, j] = 0.0
-""", "shared"),
+""",
+        "shared",
+    ),
 }
 
 

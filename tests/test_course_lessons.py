@@ -23,7 +23,9 @@ def test_a_float64_warp_store_spans_8_sectors_coalesced_and_32_strided() -> None
 
 
 @pytest.mark.simulator
-@pytest.mark.parametrize("kernel, by_warp", [(divergence.split_by_lane, False), (divergence.split_by_warp, True)])
+@pytest.mark.parametrize(
+    "kernel, by_warp", [(divergence.split_by_lane, False), (divergence.split_by_warp, True)]
+)
 def test_divergence_kernels_do_the_same_work_as_numpy(kernel, by_warp: bool) -> None:
     out = cuda.to_device(np.ones(96, dtype=np.float32))
     kernel[3, 32](out, 5)

@@ -21,21 +21,31 @@ ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "course").glob("[0-9][0-9]*.ipynb"))
 LINK = re.compile(r"\]\(([^)#\s]+\.(?:ipynb|md))\)")
 # chapters and assignments written on other branches of this change; they must exist once merged
-OTHER_BRANCHES = {"04a-profiling-and-asynchrony.ipynb", "04b-kernel-patterns.ipynb",
-                  "../exercises/profiling/profiling.ipynb", "../exercises/kernel_patterns/kernel_patterns.ipynb"}
+OTHER_BRANCHES = {
+    "04a-profiling-and-asynchrony.ipynb",
+    "04b-kernel-patterns.ipynb",
+    "../exercises/profiling/profiling.ipynb",
+    "../exercises/kernel_patterns/kernel_patterns.ipynb",
+}
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_first_code_cell_is_at_most_ten_lines_and_uses_demos_notebook(path: Path) -> None:
     first = next(c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
-    assert len(first.source.splitlines()) <= 10, f"{path.name}: first code cell has {len(first.source.splitlines())} lines"
+    assert len(first.source.splitlines()) <= 10, (
+        f"{path.name}: first code cell has {len(first.source.splitlines())} lines"
+    )
     assert "from demos.notebook import" in first.source
 
 
 def _links() -> list[tuple[str, str]]:
-    found = [(path.name, target) for path in CHAPTERS
-             for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "markdown"
-             for target in LINK.findall(cell.source)]
+    found = [
+        (path.name, target)
+        for path in CHAPTERS
+        for cell in nbformat.read(path, as_version=4).cells
+        if cell.cell_type == "markdown"
+        for target in LINK.findall(cell.source)
+    ]
     index = (ROOT / "course" / "README.md").read_text(encoding="utf-8")
     return found + [("README.md", target) for target in LINK.findall(index)]
 
@@ -44,13 +54,19 @@ def _links() -> list[tuple[str, str]]:
 def test_links_in_chapters_and_index_open_a_file(source: str, target: str) -> None:
     if target in OTHER_BRANCHES and not (ROOT / "course" / target).exists():
         pytest.skip(f"{target} is written on another branch of this change")
-    assert (ROOT / "course" / target).resolve().is_file(), f"{source} links to {target}, which does not exist"
+    assert (ROOT / "course" / target).resolve().is_file(), (
+        f"{source} links to {target}, which does not exist"
+    )
 
 
-@pytest.mark.parametrize("path", [p for p in CHAPTERS if not p.name.startswith(("00", "01"))], ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path", [p for p in CHAPTERS if not p.name.startswith(("00", "01"))], ids=lambda p: p.stem
+)
 def test_every_technical_chapter_ends_with_linked_next_and_exercise(path: Path) -> None:
     last = nbformat.read(path, as_version=4).cells[-1].source
-    assert re.search(r"\]\(\.\./exercises/\w+/\w+\.ipynb\)", last), f"{path.name}: exercise is not a link"
+    assert re.search(r"\]\(\.\./exercises/\w+/\w+\.ipynb\)", last), (
+        f"{path.name}: exercise is not a link"
+    )
 
 
 def test_setup_reports_the_machine_and_picks_simulator_sizes(capsys) -> None:
@@ -80,7 +96,13 @@ def test_lesson_without_gpu_numbers_says_so_instead_of_inventing_them(capsys) ->
 @pytest.mark.slow
 def test_keras_imports_without_start_up_noise() -> None:
     code = "from demos.notebook import quiet_import; quiet_import('keras'); print('ok')"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=False,
+    )
     assert done.stdout.strip() == "ok", done.stderr
     assert "absl" not in done.stderr and "oneDNN" not in done.stderr, done.stderr

@@ -48,19 +48,37 @@ def _close(value: float, quoted: float, rel: float = 0.02) -> bool:
 
 # (chapter, quoted text) -> (where it comes from, check returning True when the data agrees)
 QUOTED: dict[tuple[str, str], tuple[str, Callable[[], bool]]] = {
-    ("01", "140 GiB"): ("the reference H200's memory as its driver reports it (distance.json environment)",
-                        lambda: _close(result("distance.json")["environment"]["gpus"][0]["total_memory_bytes"]
-                                       / 2**30, 140)),
-    ("03", "4 KiB"): ("the page size of the operating system the chapter describes",
-                      lambda: mmap.PAGESIZE == 4096),
-    ("03", "134 MB"): ("bytes copied back at n = 4096 (distance.json transfers)",
-                       lambda: _close(next(t["d2h_bytes"] for t in result("distance.json")["results"]["transfers"]
-                                           if t["n"] == 4096) / 1e6, 134)),
+    ("01", "140 GiB"): (
+        "the reference H200's memory as its driver reports it (distance.json environment)",
+        lambda: _close(
+            result("distance.json")["environment"]["gpus"][0]["total_memory_bytes"] / 2**30, 140
+        ),
+    ),
+    ("03", "4 KiB"): (
+        "the page size of the operating system the chapter describes",
+        lambda: mmap.PAGESIZE == 4096,
+    ),
+    ("03", "134 MB"): (
+        "bytes copied back at n = 4096 (distance.json transfers)",
+        lambda: _close(
+            next(
+                t["d2h_bytes"]
+                for t in result("distance.json")["results"]["transfers"]
+                if t["n"] == 4096
+            )
+            / 1e6,
+            134,
+        ),
+    ),
     ("05", "3 ×"): ("a 3 × 3 filter shape, not a measurement", lambda: True),
-    ("06", "2×"): ("ideal speed-up on two of the GPUs measured (multigpu_h200.json gpu_counts)",
-                   lambda: 2 in result("multigpu_h200.json")["parameters"]["gpu_counts"]),
-    ("06", "4×"): ("ideal speed-up on four of the GPUs measured (multigpu_h200.json gpu_counts)",
-                   lambda: 4 in result("multigpu_h200.json")["parameters"]["gpu_counts"]),
+    ("06", "2×"): (
+        "ideal speed-up on two of the GPUs measured (multigpu_h200.json gpu_counts)",
+        lambda: 2 in result("multigpu_h200.json")["parameters"]["gpu_counts"],
+    ),
+    ("06", "4×"): (
+        "ideal speed-up on four of the GPUs measured (multigpu_h200.json gpu_counts)",
+        lambda: 4 in result("multigpu_h200.json")["parameters"]["gpu_counts"],
+    ),
 }
 
 
@@ -69,7 +87,10 @@ def quoted_in_prose() -> list[tuple[str, str]]:
     for path in sorted((ROOT / "course").glob("[0-9][0-9]*-*.ipynb")):
         for cell in nbformat.read(path, as_version=4).cells:
             if cell.cell_type == "markdown":
-                found += [(path.name.split("-")[0], m.group(0).strip()) for m in QUANTITY.finditer(cell.source)]
+                found += [
+                    (path.name.split("-")[0], m.group(0).strip())
+                    for m in QUANTITY.finditer(cell.source)
+                ]
     return found
 
 
@@ -91,7 +112,9 @@ def test_listed_quantity_agrees_with_the_data_and_is_still_quoted(key: tuple[str
 # ----------------------------------------------------------------- claims the prose makes from the data
 def test_ch03_one_core_numba_keeps_up_with_cupy_host_to_host() -> None:
     for n in (1024, 4096, 16384):
-        assert distance_run("numba-cpu", n, "host_to_host") < 1.2 * distance_run("cupy", n, "host_to_host")
+        assert distance_run("numba-cpu", n, "host_to_host") < 1.2 * distance_run(
+            "cupy", n, "host_to_host"
+        )
     assert distance_run("cupy", 4096, "host_to_host") < distance_run("numpy", 4096, "host_to_host")
 
 
@@ -100,13 +123,19 @@ def test_ch03_computing_is_a_small_share_of_the_host_to_host_time() -> None:
 
 
 def test_ch04_tiling_does_not_pay_and_blocks_of_one_thread_are_far_slower() -> None:
-    assert distance_run("numba-cuda-tiled", 4096, "device") > distance_run("numba-cuda-coalesced", 4096, "device")
-    assert distance_run("numba-cuda-naive", 4096, "device") > 10 * distance_run("numba-cuda-coalesced", 4096, "device")
+    assert distance_run("numba-cuda-tiled", 4096, "device") > distance_run(
+        "numba-cuda-coalesced", 4096, "device"
+    )
+    assert distance_run("numba-cuda-naive", 4096, "device") > 10 * distance_run(
+        "numba-cuda-coalesced", 4096, "device"
+    )
 
 
 def test_ch04_one_cpu_core_is_about_as_fast_as_the_best_kernel_host_to_host() -> None:
     for n in (4096, 16384):
-        ratio = distance_run("numba-cpu", n, "host_to_host") / distance_run("numba-cuda-best", n, "host_to_host")
+        ratio = distance_run("numba-cpu", n, "host_to_host") / distance_run(
+            "numba-cuda-best", n, "host_to_host"
+        )
         assert 0.5 < ratio < 2.0, f"n={n}: one core / best GPU kernel host to host = {ratio:.2f}"
 
 
@@ -119,7 +148,9 @@ def test_ch05_names_the_backend_of_the_reference_figure() -> None:
 def test_ch06_one_gpu_wins_small_sums_and_four_win_large_ones() -> None:
     reduce = result("multigpu_h200.json")["results"]["reduce"]
     times = reduce["times_s"]
-    assert times["10000000"]["1"] < times["10000000"]["4"]  # a few million values per GPU: one GPU wins
+    assert (
+        times["10000000"]["1"] < times["10000000"]["4"]
+    )  # a few million values per GPU: one GPU wins
     assert times["750000000"]["4"] < times["750000000"]["1"] / 3  # large sums scale
 
 
@@ -127,8 +158,10 @@ def _lesson(name: str) -> dict[str, Any]:
     data = result("lessons.json")
     entry = data["results"][name]
     if "skipped" in entry:
-        pytest.skip(f"lessons.json was recorded without a GPU ({entry['skipped']}); "
-                    "run `python -m demos bench lessons` on a GPU to check this claim")
+        pytest.skip(
+            f"lessons.json was recorded without a GPU ({entry['skipped']}); "
+            "run `python -m demos bench lessons` on a GPU to check this claim"
+        )
     return entry
 
 
@@ -144,4 +177,8 @@ def test_ch04_coalescing_matters_with_32x8_blocks_and_not_with_8x8() -> None:
 
 def test_ch03_pinned_copies_fastest_fresh_pageable_slowest() -> None:
     copies = _lesson("copies")
-    assert copies["pinned"]["median_ms"] < copies["touched_pageable"]["median_ms"] < copies["fresh_pageable"]["median_ms"]
+    assert (
+        copies["pinned"]["median_ms"]
+        < copies["touched_pageable"]["median_ms"]
+        < copies["fresh_pageable"]["median_ms"]
+    )

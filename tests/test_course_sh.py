@@ -45,14 +45,20 @@ def test_lab_serves_the_course_only_with_its_token(tmp_path):
     with open(log, "w") as out:
         proc = subprocess.Popen(
             [str(ROOT / "course.sh"), "lab", "--no-browser", f"--ServerApp.port={port}"],
-            stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
         )
     try:
         deadline = time.monotonic() + 90
         token = None
         while time.monotonic() < deadline and token is None:
             assert proc.poll() is None, f"JupyterLab exited early:\n{log.read_text()}"
-            match = re.search(rf"http://(?:localhost|127\.0\.0\.1):{port}/lab/tree/course/README\.md\?token=([0-9a-f]+)", log.read_text())
+            match = re.search(
+                rf"http://(?:localhost|127\.0\.0\.1):{port}/lab/tree/course/README\.md\?token=([0-9a-f]+)",
+                log.read_text(),
+            )
             token = match.group(1) if match else None
             time.sleep(0.5)
         assert token, f"no URL with a token was printed:\n{log.read_text()}"
@@ -63,7 +69,9 @@ def test_lab_serves_the_course_only_with_its_token(tmp_path):
         assert _status(f"{base}?token={token}") == 200
         # listens on loopback only: not reachable through another local address
         with socket.socket() as s:
-            addrs = {a[4][0] for a in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)}
+            addrs = {
+                a[4][0] for a in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)
+            }
             external = sorted(a for a in addrs if not a.startswith("127."))
             if external:
                 assert s.connect_ex((external[0], port)) != 0
@@ -72,7 +80,9 @@ def test_lab_serves_the_course_only_with_its_token(tmp_path):
         proc.wait(timeout=30)
 
 
-def _fake_machine(tmp_path: Path, system: str = "Linux", machine: str = "x86_64", python: str | None = None) -> dict:
+def _fake_machine(
+    tmp_path: Path, system: str = "Linux", machine: str = "x86_64", python: str | None = None
+) -> dict:
     """Environment in which course.sh sees another OS/CPU (a fake `uname`) and, optionally, Python."""
     bin_dir = tmp_path / "fake-bin"
     bin_dir.mkdir(exist_ok=True)
@@ -112,7 +122,10 @@ def test_install_gpu_target_picks_cuda_builds_without_a_gpu(tmp_path):
     gpu = _run([str(course), "install", "--gpu", "--dry-run"], env)
     assert gpu.returncode == 0, gpu.stderr
     assert "[test,cuda,tf-gpu,mpi]" in gpu.stdout
-    assert "[test,cuda,tf-gpu,mpi]" in _run([str(course), "install", "--dry-run"], {**env, "COURSE_TARGET": "gpu"}).stdout
+    assert (
+        "[test,cuda,tf-gpu,mpi]"
+        in _run([str(course), "install", "--dry-run"], {**env, "COURSE_TARGET": "gpu"}).stdout
+    )
     cpu = _run([str(course), "install", "--cpu", "--dry-run"], env)
     assert "cuda" not in cpu.stdout and "tf-cpu" in cpu.stdout
     bad = _run([str(course), "install", "--tpu"], env)
@@ -123,7 +136,9 @@ def test_install_gpu_target_picks_cuda_builds_without_a_gpu(tmp_path):
 def test_tf_extra_brings_its_cuda_libraries():
     import tomllib
 
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
     assert any(r.startswith("tensorflow[and-cuda]") for r in extras["tf-gpu"])
 
 
@@ -134,7 +149,9 @@ def test_tf_extra_brings_its_cuda_libraries():
         ("Darwin", "x86_64", None, "no build for Intel Macs"),
     ],
 )
-def test_install_without_tensorflow_where_it_has_no_wheels(tmp_path, system, machine, python, expected):
+def test_install_without_tensorflow_where_it_has_no_wheels(
+    tmp_path, system, machine, python, expected
+):
     course = _course_sh_copy(tmp_path)
     env = _fake_machine(tmp_path, system, machine, python)
     proc = _run([str(course), "install", "--cpu", "--dry-run"], env)
@@ -148,13 +165,21 @@ def test_install_without_tensorflow_where_it_has_no_wheels(tmp_path, system, mac
 
 
 def test_native_windows_is_sent_to_wsl(tmp_path):
-    proc = _run([str(ROOT / "course.sh"), "lab"], _fake_machine(tmp_path, "MINGW64_NT-10.0", "x86_64"))
+    proc = _run(
+        [str(ROOT / "course.sh"), "lab"], _fake_machine(tmp_path, "MINGW64_NT-10.0", "x86_64")
+    )
     assert proc.returncode == 1 and "WSL" in proc.stderr
 
 
 def _labextension_plugins() -> set[str]:
-    static = ROOT / ".venv" / "share" / "jupyter" / "labextensions" / "@jupyter" / "nbgrader" / "static"
-    return {m for f in static.glob("*.js") for m in re.findall(r'"(@jupyter/nbgrader:[a-z-]+)"', f.read_text())}
+    static = (
+        ROOT / ".venv" / "share" / "jupyter" / "labextensions" / "@jupyter" / "nbgrader" / "static"
+    )
+    return {
+        m
+        for f in static.glob("*.js")
+        for m in re.findall(r'"(@jupyter/nbgrader:[a-z-]+)"', f.read_text())
+    }
 
 
 def _mode(mode: str) -> tuple[dict, dict]:
@@ -174,16 +199,31 @@ def test_student_mode_settings_hide_instructor_tools_and_keep_validate():
     extensions, disabled = _mode("student")
     assert not extensions["nbgrader.server_extensions.formgrader"]
     assert extensions["nbgrader.server_extensions.validate_assignment"]
-    assert disabled["@jupyter/nbgrader:formgrader"] and disabled["@jupyter/nbgrader:create-assignment"]
+    assert (
+        disabled["@jupyter/nbgrader:formgrader"] and disabled["@jupyter/nbgrader:create-assignment"]
+    )
     assert "@jupyter/nbgrader:validate-assignment" not in disabled
-    overrides = json.loads((ROOT / "jupyter" / "common" / "labconfig" / "default_setting_overrides.json").read_text())
-    assert overrides["@jupyterlab/docmanager-extension:plugin"]["defaultViewers"]["markdown"] == "Markdown Preview"
+    overrides = json.loads(
+        (ROOT / "jupyter" / "common" / "labconfig" / "default_setting_overrides.json").read_text()
+    )
+    assert (
+        overrides["@jupyterlab/docmanager-extension:plugin"]["defaultViewers"]["markdown"]
+        == "Markdown Preview"
+    )
     assert overrides["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
 
 
-@pytest.mark.skipif(not (ROOT / "jupyter" / "instructor").exists(), reason="the student edition has no instructor mode")
+@pytest.mark.skipif(
+    not (ROOT / "jupyter" / "instructor").exists(),
+    reason="the student edition has no instructor mode",
+)
 def test_instructor_mode_settings_turn_the_formgrader_on():
     extensions, disabled = _mode("instructor")
-    assert extensions["nbgrader.server_extensions.formgrader"] and not disabled["@jupyter/nbgrader:formgrader"]
+    assert (
+        extensions["nbgrader.server_extensions.formgrader"]
+        and not disabled["@jupyter/nbgrader:formgrader"]
+    )
     # nbgrader's exchange is not used by this course: its lists would only show errors
-    assert disabled["@jupyter/nbgrader:assignment-list"] and disabled["@jupyter/nbgrader:course-list"]
+    assert (
+        disabled["@jupyter/nbgrader:assignment-list"] and disabled["@jupyter/nbgrader:course-list"]
+    )

@@ -27,13 +27,28 @@ def built(tmp_path_factory) -> Path:
 
 
 def _solution_lines() -> set[str]:
-    """Every substantial line of code between BEGIN and END SOLUTION in solutions/."""
+    """Every substantial line of code between BEGIN and END SOLUTION in solutions/.
+
+    A line that the assignment also gives the student outside the solution
+    regions (e.g. a slow version to improve on) is no leak, so it is left out.
+    """
     lines = set()
     for path in (ROOT / "solutions").rglob("*.ipynb"):
+        found, given = set(), set()
         for cell in json.loads(path.read_text())["cells"]:
             source = "".join(cell["source"])
-            for block in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", source, re.DOTALL):
-                lines |= {ln.strip() for ln in block.splitlines() if len(ln.strip()) > 25}
+            for block in re.findall(
+                r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", source, re.DOTALL
+            ):
+                found |= {ln.strip() for ln in block.splitlines() if len(ln.strip()) > 25}
+            outside = re.sub(
+                r"### BEGIN SOLUTION\n.*?### END SOLUTION", "", source, flags=re.DOTALL
+            )
+            outside = re.sub(
+                r"### BEGIN HIDDEN TESTS\n.*?### END HIDDEN TESTS", "", outside, flags=re.DOTALL
+            )
+            given |= {ln.strip() for ln in outside.splitlines()}
+        lines |= found - given
     return lines
 
 
@@ -55,11 +70,15 @@ def test_edition_holds_no_solution_or_hidden_test(built):
         assert not hits, f"{marker!r} in {hits}"
     solutions = _solution_lines()
     assert len(solutions) > 10  # the checks below really look for something
-    in_exercises = {ln for ln in solutions for p, t in texts.items() if "exercises" in p.parts and ln in t}
+    in_exercises = {
+        ln for ln in solutions for p, t in texts.items() if "exercises" in p.parts and ln in t
+    }
     assert not in_exercises, f"solution code in the students' exercises: {sorted(in_exercises)[:3]}"
     # Elsewhere, a line the chapters or demos teach anyway (a Conv2D layer, a loop
     # header) is no leak; any other solution line is.
-    taught = "\n".join(t for p, t in _all_text(ROOT).items() if p.parts[len(ROOT.parts)] in ("course", "demos"))
+    taught = "\n".join(
+        t for p, t in _all_text(ROOT).items() if p.parts[len(ROOT.parts)] in ("course", "demos")
+    )
     private = {ln for ln in solutions if ln not in taught}
     assert len(private) > 5
     leaked = {ln for ln in private for t in texts.values() if ln in t}
@@ -67,25 +86,49 @@ def test_edition_holds_no_solution_or_hidden_test(built):
 
 
 def test_edition_has_the_course_and_nothing_for_graders(built):
-    for present in ["course/README.md", "exercises", "demos/hardware.py", "bin/gpu-jupyter",
-                    "course.sh", "pyproject.toml", "requirements/constraints.txt", "README.md",
-                    "jupyter/student/labconfig/page_config.json", "tests/conftest.py"]:
+    for present in [
+        "course/README.md",
+        "exercises",
+        "demos/hardware.py",
+        "bin/gpu-jupyter",
+        "course.sh",
+        "pyproject.toml",
+        "requirements/constraints.txt",
+        "README.md",
+        "jupyter/student/labconfig/page_config.json",
+        "tests/conftest.py",
+    ]:
         assert (built / present).exists(), present
-    for absent in ["solutions", "nbgrader_config.py", "gradebook.db", "tools", "demos/grader",
-                   "jupyter/instructor", "submitted", "autograded", "feedback", "downloaded",
-                   "tests/test_nbgrader_grading.py", "tests/test_edition.py"]:
+    for absent in [
+        "solutions",
+        "nbgrader_config.py",
+        "gradebook.db",
+        "tools",
+        "demos/grader",
+        "jupyter/instructor",
+        "submitted",
+        "autograded",
+        "feedback",
+        "downloaded",
+        "tests/test_nbgrader_grading.py",
+        "tests/test_edition.py",
+    ]:
         assert not (built / absent).exists(), absent
     shipped = sorted(p.parent.name for p in (built / "exercises").glob("*/*.ipynb"))
     assert shipped == ASSIGNMENTS
     # exercises/ is the students' working copy, not nbgrader's release folder of any config
     assert not list(built.rglob("nbgrader_config.*"))
     assert "./course.sh lab" in (built / "README.md").read_text()
-    assert os.access(built / "course.sh", os.X_OK) and os.access(built / "bin" / "gpu-jupyter", os.X_OK)
+    assert os.access(built / "course.sh", os.X_OK) and os.access(
+        built / "bin" / "gpu-jupyter", os.X_OK
+    )
 
 
 def test_edition_commands_for_instructors_refuse_clearly(built):
     for command in (["instructor"], ["student-edition", str(built / "x")]):
-        proc = subprocess.run([str(built / "course.sh"), *command], check=False, capture_output=True, text=True)
+        proc = subprocess.run(
+            [str(built / "course.sh"), *command], check=False, capture_output=True, text=True
+        )
         assert proc.returncode == 1 and "this is the student edition" in proc.stderr
 
 
@@ -110,7 +153,9 @@ def _solve(exercise: Path, assignment: str) -> None:
     """Fill the student's notebook with the instructor's solutions (markers removed)."""
     source = json.loads((ROOT / "solutions" / assignment / f"{assignment}.ipynb").read_text())
     answers = {
-        c["metadata"]["nbgrader"]["grade_id"]: re.sub(r" *### (BEGIN|END) SOLUTION\n", "", "".join(c["source"]))
+        c["metadata"]["nbgrader"]["grade_id"]: re.sub(
+            r" *### (BEGIN|END) SOLUTION\n", "", "".join(c["source"])
+        )
         for c in source["cells"]
         if c["metadata"].get("nbgrader", {}).get("solution")
     }
@@ -124,8 +169,15 @@ def _solve(exercise: Path, assignment: str) -> None:
 
 def _validate(notebook: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    return subprocess.run([sys.executable, "-m", "nbgrader", "validate", str(notebook)],
-                          check=False, capture_output=True, text=True, cwd=notebook.parent, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "nbgrader", "validate", str(notebook)],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=notebook.parent,
+        env=env,
+        timeout=300,
+    )
 
 
 @pytest.mark.slow
@@ -140,7 +192,9 @@ def test_solved_exercise_passes_validate_and_survives_a_regeneration(tmp_path, b
     solved = mine.read_text()
     assert "NotImplementedError" not in solved
     checked = _validate(mine)
-    assert "Success! Your notebook passes all the tests." in checked.stdout, checked.stdout + checked.stderr
+    assert "Success! Your notebook passes all the tests." in checked.stdout, (
+        checked.stdout + checked.stderr
+    )
     # The instructor regenerates the assignment in (a copy of) the instructor repository.
     instructor = tmp_path / "instructor"
     instructor.mkdir()
@@ -148,8 +202,15 @@ def test_solved_exercise_passes_validate_and_survives_a_regeneration(tmp_path, b
     shutil.copytree(ROOT / "solutions", instructor / "solutions")
     shutil.copytree(ROOT / "exercises", instructor / "exercises")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", "simt", "--force"],
-                          cwd=instructor, check=False, capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "generate_assignment", "simt", "--force"],
+        cwd=instructor,
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "NotImplementedError" in (instructor / "exercises" / "simt" / "simt.ipynb").read_text()
     assert mine.read_text() == solved  # the student's solved copy is untouched
@@ -171,13 +232,41 @@ def test_edition_runs_its_own_test_command(built):
     if not (ROOT / ".venv" / ".course-install-stamp").exists():
         pytest.skip("runs where ./course.sh has installed .venv (as `./course.sh test` does)")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    collected = subprocess.run([str(built / "course.sh"), "test", "--co", "-q", "-p", "no:cacheprovider"],
-                               cwd=built, check=False, capture_output=True, text=True, env=env, timeout=300)
+    collected = subprocess.run(
+        [str(built / "course.sh"), "test", "--co", "-q", "-p", "no:cacheprovider"],
+        cwd=built,
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-3000:]
-    assert "course/02-simt-model.ipynb" in collected.stdout and "tests/test_simt.py" in collected.stdout
+    assert (
+        "course/02-simt-model.ipynb" in collected.stdout
+        and "tests/test_simt.py" in collected.stdout
+    )
     subset = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q",
-         "tests/test_packaging.py", "tests/test_simt.py", "course/02-simt-model.ipynb", "--nbval-lax"],
-        cwd=built, check=False, capture_output=True, text=True, env={**env, "NUMBA_ENABLE_CUDASIM": "1"}, timeout=600)
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pytest",
+            "-p",
+            "no:xdist",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "tests/test_packaging.py",
+            "tests/test_simt.py",
+            "course/02-simt-model.ipynb",
+            "--nbval-lax",
+        ],
+        cwd=built,
+        check=False,
+        capture_output=True,
+        text=True,
+        env={**env, "NUMBA_ENABLE_CUDASIM": "1"},
+        timeout=600,
+    )
     assert subset.returncode == 0, subset.stdout[-3000:] + subset.stderr[-3000:]
     assert re.search(r"\d+ passed", subset.stdout) and "failed" not in subset.stdout

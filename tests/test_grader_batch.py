@@ -38,7 +38,7 @@ TOKEN = re.compile(r"grader-[0-9a-f]{40}")
 ASSIGNMENT = "simt"
 LEVEL = sandbox.detect_level()
 
-ATTACKS = r'''
+ATTACKS = r"""
 import os, signal, sqlite3, subprocess, sys
 from pathlib import Path
 import demos
@@ -76,7 +76,7 @@ for pid in (os.getppid(), -1):
         os.kill(pid, signal.SIGKILL)
     except OSError:
         pass
-'''
+"""
 
 
 def _hash_tree(*paths: Path) -> dict[str, str]:
@@ -105,8 +105,10 @@ def _sandbox_processes() -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and sandbox.BASE_UID <= entry.stat().st_uid < \
-                    sandbox.BASE_UID + 16:
+            if (
+                entry.name.isdigit()
+                and sandbox.BASE_UID <= entry.stat().st_uid < sandbox.BASE_UID + 16
+            ):
                 found.append(int(entry.name))
         except OSError:
             pass
@@ -116,8 +118,10 @@ def _sandbox_processes() -> list[int]:
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory: pytest.TempPathFactory):
     if LEVEL == "limits":
-        pytest.skip("no sandbox here (needs root or user namespaces): the attacks would "
-                    "hit the test machine")
+        pytest.skip(
+            "no sandbox here (needs root or user namespaces): the attacks would "
+            "hit the test machine"
+        )
     root = make_course(tmp_path_factory.mktemp("grader"))
     assert_all_succeeded(run_nbgrader(root, [["generate_assignment", ASSIGNMENT]]))
     _hand_in(root, "alice", root / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
@@ -127,23 +131,27 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
 
     noisy = _solution(root)  # correct, but writes to stderr in a solution cell
     first = next(c for c in noisy.cells if c.metadata.get("nbgrader", {}).get("solution"))
-    first.source += "\nimport sys, warnings\nprint('debug', file=sys.stderr)\n" \
-                    "warnings.warn('a warning')"
+    first.source += (
+        "\nimport sys, warnings\nprint('debug', file=sys.stderr)\nwarnings.warn('a warning')"
+    )
     # ... and has JupyterLab's "split cell": two cells with one grade id
-    index, cell = next((i, c) for i, c in enumerate(noisy.cells)
-                       if c.metadata.get("nbgrader", {}).get("solution"))
-    noisy.cells.insert(index, nbformat.v4.new_code_cell("first_half = 1",
-                                                         metadata=dict(cell.metadata)))
+    index, cell = next(
+        (i, c) for i, c in enumerate(noisy.cells) if c.metadata.get("nbgrader", {}).get("solution")
+    )
+    noisy.cells.insert(
+        index, nbformat.v4.new_code_cell("first_half = 1", metadata=dict(cell.metadata))
+    )
     _hand_in(root, "carol", noisy)
 
     hostile = _solution(root)
     hostile.cells.insert(1, nbformat.v4.new_code_cell(ATTACKS.replace("COURSE", repr(str(root)))))
     _hand_in(root, "mallory", hostile)
 
-    blanked = nbformat.read(root / "exercises" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
-                            as_version=4)
-    blanked.cells.insert(1, nbformat.v4.new_code_cell(
-        "get_ipython().input_transformers_post.append(lambda lines: [])"))
+    blanked = nbformat.read(root / "exercises" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    blanked.cells.insert(
+        1,
+        nbformat.v4.new_code_cell("get_ipython().input_transformers_post.append(lambda lines: [])"),
+    )
     _hand_in(root, "trudy", blanked)
 
     looping = _solution(root)
@@ -151,21 +159,59 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     looping.cells.insert(2, nbformat.v4.new_code_cell("while True:\n    pass"))
     _hand_in(root, "lou", looping)
 
-    watched = [root / "nbgrader_config.py", root / "solutions", root / "exercises",
-               root / "submitted", REPO / "demos", REPO / "nbgrader_config.py"]
+    watched = [
+        root / "nbgrader_config.py",
+        root / "solutions",
+        root / "exercises",
+        root / "submitted",
+        REPO / "demos",
+        REPO / "nbgrader_config.py",
+    ]
     before = _hash_tree(*watched)
-    git_status = ["git", "status", "--porcelain", "--", "demos", "nbgrader_config.py",
-                  "solutions", "exercises", "course", "pyproject.toml"]
-    git_before = subprocess.run(git_status, cwd=REPO, capture_output=True, text=True,
-                                check=False).stdout
+    git_status = [
+        "git",
+        "status",
+        "--porcelain",
+        "--",
+        "demos",
+        "nbgrader_config.py",
+        "solutions",
+        "exercises",
+        "course",
+        "pyproject.toml",
+    ]
+    git_before = subprocess.run(
+        git_status, cwd=REPO, capture_output=True, text=True, check=False
+    ).stdout
     # Without private mounts (level "uid") the sandbox user must pass through the
     # grading folder's parents; pytest's temporary folders are private.
     work = Path(tempfile.mkdtemp(prefix="grader-test-", dir="/var/tmp")) / ASSIGNMENT
     work.parent.chmod(0o711)
     proc = subprocess.run(
-        [sys.executable, "-m", "grader", "--course", str(root), "autograde", ASSIGNMENT,
-         "--workers", "2", "--wall", "20", "--memory", "2G", "--work", str(work)],
-        cwd=root, env=nbgrader_env(), capture_output=True, text=True, timeout=600, check=False)
+        [
+            sys.executable,
+            "-m",
+            "grader",
+            "--course",
+            str(root),
+            "autograde",
+            ASSIGNMENT,
+            "--workers",
+            "2",
+            "--wall",
+            "20",
+            "--memory",
+            "2G",
+            "--work",
+            str(work),
+        ],
+        cwd=root,
+        env=nbgrader_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     try:
         assert (work / "summary.json").is_file(), proc.stdout + proc.stderr[-3000:]
         summary = json.loads((work / "summary.json").read_text())
@@ -173,12 +219,19 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
         shutil.rmtree(work.parent, ignore_errors=True)
     feedback = run_nbgrader(root, [["generate_feedback", ASSIGNMENT]])
     return {
-        "root": root, "proc": proc, "summary": {o["student"]: o for o in summary},
+        "root": root,
+        "proc": proc,
+        "summary": {o["student"]: o for o in summary},
         "changed": {k for k, v in _hash_tree(*watched).items() if before.get(k) != v}
         | (set(before) - set(_hash_tree(*watched))),
-        "git": (git_before, subprocess.run(git_status, cwd=REPO, capture_output=True,
-                                           text=True, check=False).stdout),
-        "leftover": _sandbox_processes(), "feedback": feedback,
+        "git": (
+            git_before,
+            subprocess.run(
+                git_status, cwd=REPO, capture_output=True, text=True, check=False
+            ).stdout,
+        ),
+        "leftover": _sandbox_processes(),
+        "feedback": feedback,
     }
 
 
@@ -195,7 +248,7 @@ def test_honest_students_get_what_they_earned(graded) -> None:
 
 def test_stderr_and_warnings_cost_nothing(graded) -> None:
     assert _score(graded, "carol") == (10, 10), graded["proc"].stdout
-    page = (graded["root"] / "autograded" / "carol" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    page = graded["root"] / "autograded" / "carol" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     assert "[stderr, not counted as an error] debug" in page.read_text()
 
 
@@ -204,8 +257,9 @@ def test_blanked_test_cells_score_nothing_and_are_flagged(graded) -> None:
     flags = " ".join(graded["summary"]["trudy"]["flags"])
     assert "did not run to its end" in flags or "machinery was changed" in flags, flags
     assert "input transformers" in flags
-    text = (graded["root"] / "autograded" / "trudy" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb") \
-        .read_text()
+    text = (
+        graded["root"] / "autograded" / "trudy" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    ).read_text()
     assert not TOKEN.search(text), "the nonce reached the notebook"
 
 
@@ -227,8 +281,9 @@ def test_attacks_change_nothing_outside_the_students_own_folder(graded) -> None:
     assert any("gradebook" in f for f in graded["summary"]["mallory"]["flags"])
     assert not graded["changed"], sorted(graded["changed"])[:5]
     assert graded["git"][0] == graded["git"][1]
-    nb = nbformat.read(graded["root"] / "autograded" / "mallory" / ASSIGNMENT
-                       / f"{ASSIGNMENT}.ipynb", as_version=4)
+    nb = nbformat.read(
+        graded["root"] / "autograded" / "mallory" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4
+    )
     output = json.dumps(nb.cells[1].outputs)
     assert output.count("blocked") == 10, output
     assert "memory limited" in output
@@ -254,4 +309,5 @@ def test_feedback_is_made_from_the_merged_grades_without_the_token(graded) -> No
         text = page_text(page)
         assert not TOKEN.search(text), student
     assert "GradingIntegrityError" in page_text(
-        graded["root"] / "feedback" / "trudy" / ASSIGNMENT / f"{ASSIGNMENT}.html")
+        graded["root"] / "feedback" / "trudy" / ASSIGNMENT / f"{ASSIGNMENT}.html"
+    )

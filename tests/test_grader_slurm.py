@@ -38,10 +38,27 @@ def test_slurm_job_array_grades_and_merges(tmp_path_factory: pytest.TempPathFact
     hand_in(root, "bob", "simt", root / "exercises" / "simt" / "simt.ipynb")
     with LocalCluster(tmp_path_factory.mktemp("cluster")) as cluster:
         proc = subprocess.run(
-            [sys.executable, "-m", "grader", "--course", str(root), "autograde", "simt",
-             "--slurm", "--workers", "2", "--wall", "120"],
-            cwd=root, env={**nbgrader_env(), **cluster.env}, capture_output=True, text=True,
-            timeout=400, check=False)
+            [
+                sys.executable,
+                "-m",
+                "grader",
+                "--course",
+                str(root),
+                "autograde",
+                "simt",
+                "--slurm",
+                "--workers",
+                "2",
+                "--wall",
+                "120",
+            ],
+            cwd=root,
+            env={**nbgrader_env(), **cluster.env},
+            capture_output=True,
+            text=True,
+            timeout=400,
+            check=False,
+        )
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert scores(root)[("simt", "alice")] == (10, 10)
     assert scores(root)[("simt", "bob")] == (0, 10)

@@ -18,25 +18,32 @@ from grader.preprocessors import STDERR_LABEL, stderr_to_stdout
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("code, reason", [
-    ("get_ipython().input_transformers_post.append(lambda lines: [])", "input transformers"),
-    ("ip = globals()['get_' + 'ipython']()", "get_ipython"),
-    (f"exec(__import__('base64').b64decode('{base64.b64encode(b'import nbgrader').decode()}'))",
-     "nbgrader"),
-    ("import numpy as np\nnp.testing.assert_allclose = lambda *a, **k: None", "np.testing"),
-    ("import numpy\nnumpy.testing.assert_array_equal = print", "numpy.testing"),
-    ("import sys\nsys.modules['numpy'] = None", "sys.modules"),
-    ("open('../../../solutions/simt/simt.ipynb').read()", "outside the submission"),
-    ("from pathlib import Path\nimport demos\nPath(demos.__file__).parents[1] / 'solutions'",
-     "solutions"),
-    ("import os\nos.kill(os.getppid(), 9)", "signals"),
-    ("import subprocess\nsubprocess.Popen(['sleep', '9'])", "subprocess"),
-    ("from demos.simt import blocks_for", "demos.simt"),
-    ("from demos import distance\nd = distance.generic.distance_matrix", "demos.distance"),
-    ("import demos.demo_numba_gpu as g", "demos.demo_numba_gpu"),
-    ("from demos.cnn.model import build_model", "demos.cnn"),
-    ("import importlib\nm = importlib.import_module('demos.' + 'simt')", "importlib"),
-])
+@pytest.mark.parametrize(
+    "code, reason",
+    [
+        ("get_ipython().input_transformers_post.append(lambda lines: [])", "input transformers"),
+        ("ip = globals()['get_' + 'ipython']()", "get_ipython"),
+        (
+            f"exec(__import__('base64').b64decode('{base64.b64encode(b'import nbgrader').decode()}'))",
+            "nbgrader",
+        ),
+        ("import numpy as np\nnp.testing.assert_allclose = lambda *a, **k: None", "np.testing"),
+        ("import numpy\nnumpy.testing.assert_array_equal = print", "numpy.testing"),
+        ("import sys\nsys.modules['numpy'] = None", "sys.modules"),
+        ("open('../../../solutions/simt/simt.ipynb').read()", "outside the submission"),
+        (
+            "from pathlib import Path\nimport demos\nPath(demos.__file__).parents[1] / 'solutions'",
+            "solutions",
+        ),
+        ("import os\nos.kill(os.getppid(), 9)", "signals"),
+        ("import subprocess\nsubprocess.Popen(['sleep', '9'])", "subprocess"),
+        ("from demos.simt import blocks_for", "demos.simt"),
+        ("from demos import distance\nd = distance.generic.distance_matrix", "demos.distance"),
+        ("import demos.demo_numba_gpu as g", "demos.demo_numba_gpu"),
+        ("from demos.cnn.model import build_model", "demos.cnn"),
+        ("import importlib\nm = importlib.import_module('demos.' + 'simt')", "importlib"),
+    ],
+)
 def test_check_flags_code_that_reaches_into_grading(code: str, reason: str) -> None:
     reasons = scan_code(code)
     assert reasons, code
@@ -44,9 +51,11 @@ def test_check_flags_code_that_reaches_into_grading(code: str, reason: str) -> N
 
 
 def test_check_accepts_honest_code() -> None:
-    code = ("import numpy as np\nfrom numba import cuda\nfrom demos import grading\n"
-            "from demos.grading import array_module\nxp = grading.array_module()\n"
-            "def add(a, b):\n    return a + b\n")
+    code = (
+        "import numpy as np\nfrom numba import cuda\nfrom demos import grading\n"
+        "from demos.grading import array_module\nxp = grading.array_module()\n"
+        "def add(a, b):\n    return a + b\n"
+    )
     assert scan_code(code) == []
 
 
@@ -63,9 +72,10 @@ def test_no_false_alarms_on_the_course_notebooks(folder: str) -> None:
 
 def test_stderr_becomes_labelled_stdout_and_errors_stay() -> None:
     cell = nbformat.v4.new_code_cell("x")
-    cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text="Warning: slow\n"),
-                    nbformat.v4.new_output("error", ename="AssertionError", evalue="",
-                                           traceback=[])]
+    cell.outputs = [
+        nbformat.v4.new_output("stream", name="stderr", text="Warning: slow\n"),
+        nbformat.v4.new_output("error", ename="AssertionError", evalue="", traceback=[]),
+    ]
     stderr_to_stdout(cell)
     assert cell.outputs[0]["name"] == "stdout"
     assert cell.outputs[0]["text"] == STDERR_LABEL + "Warning: slow\n"
@@ -82,10 +92,14 @@ def test_safe_ids() -> None:
 def test_download_names() -> None:
     P = Path
     assert student_and_file(P("smithjohn_12345_67890_simt.ipynb")) == ("smithjohn", "simt.ipynb")
-    assert student_and_file(P("smithjohn_LATE_12345_67890_simt-1.ipynb")) == \
-        ("smithjohn", "simt.ipynb")
-    assert student_and_file(P("John Smith_12345_assignsubmission_file_/simt.ipynb")) == \
-        ("John Smith", "simt.ipynb")
+    assert student_and_file(P("smithjohn_LATE_12345_67890_simt-1.ipynb")) == (
+        "smithjohn",
+        "simt.ipynb",
+    )
+    assert student_and_file(P("John Smith_12345_assignsubmission_file_/simt.ipynb")) == (
+        "John Smith",
+        "simt.ipynb",
+    )
     assert student_and_file(P("alice/simt.ipynb")) == ("alice", "simt.ipynb")
     assert student_and_file(P("alice_simt.ipynb")) == ("alice", "simt.ipynb")
 
@@ -120,8 +134,11 @@ def test_collect_files_every_safe_input_and_refuses_the_rest(tmp_path: Path) -> 
     report = collect_all(course, "simt", [inbox, good_zip, tmp_path / "missing.zip"])
     filed = {p.parent.parent.name for p in (course / "submitted").glob("*/simt/*.ipynb")}
     assert filed == {"john-smith", "jurgen", "anna-maria", "bob"}
-    assert report.renamed == {"John Smith": "john-smith", "jürgen": "jurgen",
-                              "anna maria": "anna-maria"}
+    assert report.renamed == {
+        "John Smith": "john-smith",
+        "jürgen": "jurgen",
+        "anna maria": "anna-maria",
+    }
     refused = "\n".join(report.refused)
     for word in ("evil.zip", "abs.zip", "link.zip", "old.tar.gz", "broken", "missing.zip"):
         assert word in refused, refused
@@ -132,12 +149,24 @@ def test_collect_files_every_safe_input_and_refuses_the_rest(tmp_path: Path) -> 
 
 
 def test_sandbox_command_hides_the_course_and_drops_the_user(tmp_path: Path) -> None:
-    policy = sandbox.Policy(level="bwrap+uid", uid=61003, hide=[str(REPO / "solutions"), "/tmp"],
-                            readonly=[str(REPO / "demos")], writable=[str(tmp_path / "rt")])
+    policy = sandbox.Policy(
+        level="bwrap+uid",
+        uid=61003,
+        hide=[str(REPO / "solutions"), "/tmp"],
+        readonly=[str(REPO / "demos")],
+        writable=[str(tmp_path / "rt")],
+    )
     command = sandbox.kernel_command(policy, str(tmp_path / "rt" / "k.json"), str(tmp_path / "nb"))
     text = " ".join(command)
-    for option in ("--unshare-net", "--unshare-pid", "--die-with-parent",
-                   f"--tmpfs {REPO / 'solutions'}", "--tmpfs /tmp", f"--ro-bind {REPO / 'demos'}", "--reuid=61003"):
+    for option in (
+        "--unshare-net",
+        "--unshare-pid",
+        "--die-with-parent",
+        f"--tmpfs {REPO / 'solutions'}",
+        "--tmpfs /tmp",
+        f"--ro-bind {REPO / 'demos'}",
+        "--reuid=61003",
+    ):
         assert option in text, option
     assert command.index("--reuid=61003") > command.index("--")  # dropped inside the box
     assert sandbox.detect_level() in sandbox.LEVEL_MEANING
@@ -152,14 +181,20 @@ def _gradebook(path: Path) -> Path:
             gb.add_assignment(assignment)
             gb.add_notebook(assignment, assignment)
             for grade_id in ids:
-                gb.add_grade_cell(grade_id, assignment, assignment, max_score=1,
-                                  cell_type="code")
+                gb.add_grade_cell(grade_id, assignment, assignment, max_score=1, cell_type="code")
     return path
 
 
 def _notebook(folder: Path, name: str, ids: list[str], code: str = "x = 1") -> Path:
-    cells = [nbformat.v4.new_code_cell(code, metadata={"nbgrader": {
-        "grade_id": grade_id, "grade": True, "solution": True, "points": 1}}) for grade_id in ids]
+    cells = [
+        nbformat.v4.new_code_cell(
+            code,
+            metadata={
+                "nbgrader": {"grade_id": grade_id, "grade": True, "solution": True, "points": 1}
+            },
+        )
+        for grade_id in ids
+    ]
     folder.mkdir(parents=True, exist_ok=True)
     nbformat.write(nbformat.v4.new_notebook(cells=cells), folder / name)
     return folder / name
@@ -185,8 +220,11 @@ def test_check_submission_flags_and_repairs(tmp_path: Path) -> None:
     assert any("renamed notebook simt-1.ipynb" in f for f in flags)
     assert any("duplicated grade ids ['a1']" in f for f in flags)
     repaired = nbformat.read(split / "simt.ipynb", as_version=4)
-    assert [c.metadata.get("nbgrader", {}).get("grade_id") for c in repaired.cells] == \
-        ["a1", None, "a2"]
+    assert [c.metadata.get("nbgrader", {}).get("grade_id") for c in repaired.cells] == [
+        "a1",
+        None,
+        "a2",
+    ]
     assert not path.exists()
     assert check_submission(tmp_path / "nothing", "simt", db) == ["missing notebook simt.ipynb"]
 

@@ -22,7 +22,9 @@ def test_report_is_consistent_with_gpu_list():
 def test_info_command_prints_json():
     out = subprocess.run(
         [sys.executable, "-m", "demos", "info", "--json", "--no-tensorflow"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     info = json.loads(out)
     assert info["cpu_count"] >= 1
@@ -30,7 +32,9 @@ def test_info_command_prints_json():
 
 
 def test_unknown_command_is_refused_with_usage():
-    proc = subprocess.run([sys.executable, "-m", "demos", "frobnicate"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "demos", "frobnicate"], capture_output=True, text=True
+    )
     assert proc.returncode == 2
     assert "unknown command" in proc.stderr and "bench distance" in proc.stderr
 
@@ -53,11 +57,23 @@ def test_gpu_properties_are_real():
 
 def test_info_warns_when_a_gpu_is_visible_but_unusable():
     """A CPU-only install on a GPU node (e.g. made on the login node) is named, with its fix."""
-    gpu = {"index": 0, "name": "NVIDIA H200", "total_memory_bytes": 150 * 2**30,
-           "compute_capability": (9, 0), "multiprocessors": 132}
-    info = {**hardware.report(), "gpus": [gpu], "cuda_driver": "12.2", "simulator": False,
-            "cupy_usable": False, "cupy": "CuPy is not installed",
-            "numba_cuda_usable": False, "numba_cuda": "numba-cuda cannot use the GPU"}
+    gpu = {
+        "index": 0,
+        "name": "NVIDIA H200",
+        "total_memory_bytes": 150 * 2**30,
+        "compute_capability": (9, 0),
+        "multiprocessors": 132,
+    }
+    info = {
+        **hardware.report(),
+        "gpus": [gpu],
+        "cuda_driver": "12.2",
+        "simulator": False,
+        "cupy_usable": False,
+        "cupy": "CuPy is not installed",
+        "numba_cuda_usable": False,
+        "numba_cuda": "numba-cuda cannot use the GPU",
+    }
     text = hardware.format_report(info)
     warnings = [line for line in text.splitlines() if line.startswith("WARNING")]
     assert len(warnings) == 2 and all("./course.sh install --gpu" in w for w in warnings)

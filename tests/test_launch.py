@@ -37,15 +37,20 @@ SCRIPT = Path(__file__).resolve().parents[1] / "bin" / "gpu-jupyter"
 READY = r"JupyterLab is ready: (http://127\.0\.0\.1:(\d+)/lab\?token=(\w+))"
 # Short intervals keep the tests fast; the defaults (30 s for squeue/bjobs) are
 # what a class on a shared login node needs.
-FAST = {"GPU_JUPYTER_CHECK_INTERVAL": "1", "GPU_JUPYTER_SCHED_INTERVAL": "2",
-        "GPU_JUPYTER_CANCEL_WINDOW": "60"}
+FAST = {
+    "GPU_JUPYTER_CHECK_INTERVAL": "1",
+    "GPU_JUPYTER_SCHED_INTERVAL": "2",
+    "GPU_JUPYTER_CANCEL_WINDOW": "60",
+}
 SMALL_JOB = ("--gpus", "0", "--cores", "1", "--mem", "500M", "--time", "10", "--timeout", "60")
 
 
-def run_script(*args: str, timeout: float = 20, env: dict | None = None
-               ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(SCRIPT), *args], capture_output=True, text=True,
-                          timeout=timeout, check=False, env=env)
+def run_script(
+    *args: str, timeout: float = 20, env: dict | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout, check=False, env=env
+    )
 
 
 # ---------------------------------------------------------------- no cluster needed
@@ -54,10 +59,30 @@ def run_script(*args: str, timeout: float = 20, env: dict | None = None
 def test_help_lists_every_option() -> None:
     result = run_script("--help")
     assert result.returncode == 0
-    for option in ("--scheduler", "--cores", "--gpus", "--gpu-type", "--mem", "--time",
-                   "--module", "--conda-env", "--venv", "--workdir", "--local-port", "--queue",
-                   "--account", "--reservation", "--qos", "--constraint", "--sched-arg",
-                   "--lsf-gpu-syntax", "--idle-timeout", "--attach", "--timeout", "--dry-run"):
+    for option in (
+        "--scheduler",
+        "--cores",
+        "--gpus",
+        "--gpu-type",
+        "--mem",
+        "--time",
+        "--module",
+        "--conda-env",
+        "--venv",
+        "--workdir",
+        "--local-port",
+        "--queue",
+        "--account",
+        "--reservation",
+        "--qos",
+        "--constraint",
+        "--sched-arg",
+        "--lsf-gpu-syntax",
+        "--idle-timeout",
+        "--attach",
+        "--timeout",
+        "--dry-run",
+    ):
         assert option in result.stdout, option
 
 
@@ -83,8 +108,10 @@ def test_help_lists_every_option() -> None:
         (["--sched-arg", "exclusive"], "must be one option starting with '-'"),
         (["--sched-arg", "--comment=$(id)"], "without quotes, $ or newlines"),
         (["--lsf-gpu-syntax", "old"], "--lsf-gpu-syntax must be 'new' or 'rusage'"),
-        (["--scheduler", "lsf", "--lsf-gpu-syntax", "rusage", "--gpu-type", "a100"],
-         "--gpu-type needs --lsf-gpu-syntax new"),
+        (
+            ["--scheduler", "lsf", "--lsf-gpu-syntax", "rusage", "--gpu-type", "a100"],
+            "--gpu-type needs --lsf-gpu-syntax new",
+        ),
         (["--scheduler", "lsf", "--qos", "high"], "--qos exists only for Slurm"),
         (["--gpus", "0", "--gpu-type", "a100"], "--gpu-type needs --gpus 1 or more"),
         (["--attach", "latest"], "--attach needs a job id"),
@@ -102,11 +129,35 @@ def test_bad_values_are_refused_before_connecting(args: list[str], message: str)
 
 
 def test_lsf_job_script_has_what_bsub_accepts() -> None:
-    result = run_script("--dry-run", "--scheduler", "lsf", "--cores", "8", "--gpus", "2",
-                        "--gpu-type", "NVIDIAA100_SXM4_80GB", "--mem", "32G", "--time", "90",
-                        "--queue", "gpu_a100", "--account", "course42", "--reservation", "lab",
-                        "--constraint", "avx512", "--sched-arg=-x",
-                        "--module", "cuda/12.4", "--conda-env", "gpu course", "me@login")
+    result = run_script(
+        "--dry-run",
+        "--scheduler",
+        "lsf",
+        "--cores",
+        "8",
+        "--gpus",
+        "2",
+        "--gpu-type",
+        "NVIDIAA100_SXM4_80GB",
+        "--mem",
+        "32G",
+        "--time",
+        "90",
+        "--queue",
+        "gpu_a100",
+        "--account",
+        "course42",
+        "--reservation",
+        "lab",
+        "--constraint",
+        "avx512",
+        "--sched-arg=-x",
+        "--module",
+        "cuda/12.4",
+        "--conda-env",
+        "gpu course",
+        "me@login",
+    )
     assert result.returncode == 0, result.stderr
     out = result.stdout
     bsub = [line for line in out.splitlines() if line.startswith("#BSUB")]
@@ -136,17 +187,33 @@ def test_lsf_job_script_has_what_bsub_accepts() -> None:
 
 def test_lsf_rusage_gpu_syntax() -> None:
     """Sites without LSB_GPU_NEW_SYNTAX ask for GPUs as a resource."""
-    result = run_script("--dry-run", "--scheduler", "lsf", "--gpus", "2",
-                        "--lsf-gpu-syntax", "rusage", "me@login")
+    result = run_script(
+        "--dry-run", "--scheduler", "lsf", "--gpus", "2", "--lsf-gpu-syntax", "rusage", "me@login"
+    )
     assert result.returncode == 0, result.stderr
     assert '#BSUB -R "rusage[ngpus_excl_p=2]"' in result.stdout
     assert "-gpu" not in result.stdout
 
 
 def test_slurm_job_script_and_cpu_only_job() -> None:
-    result = run_script("--dry-run", "--scheduler", "slurm", "--gpus", "0", "--time", "00:45",
-                        "--mem", "8000M", "--partition", "short", "--idle-timeout", "30",
-                        "--venv", "~/gpu course/.venv", "me@login")
+    result = run_script(
+        "--dry-run",
+        "--scheduler",
+        "slurm",
+        "--gpus",
+        "0",
+        "--time",
+        "00:45",
+        "--mem",
+        "8000M",
+        "--partition",
+        "short",
+        "--idle-timeout",
+        "30",
+        "--venv",
+        "~/gpu course/.venv",
+        "me@login",
+    )
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "#SBATCH --time=0:45:00" in out
@@ -165,25 +232,49 @@ def test_slurm_job_script_and_cpu_only_job() -> None:
     assert "JUPYTER_TOKEN_FILE" in out
     assert "--IdentityProvider.token" not in out and "--token" not in out
     # Idle culling: kernels, terminals, then the server itself after 30 minutes.
-    for option in ("--ServerApp.shutdown_no_activity_timeout=1800",
-                   "--MappingKernelManager.cull_idle_timeout=1800",
-                   "--TerminalManager.cull_inactive_timeout=1800"):
+    for option in (
+        "--ServerApp.shutdown_no_activity_timeout=1800",
+        "--MappingKernelManager.cull_idle_timeout=1800",
+        "--TerminalManager.cull_inactive_timeout=1800",
+    ):
         assert option in out
     # In a copy of the course, JupyterLab starts in student mode (the shipped settings).
     assert 'JUPYTER_CONFIG_PATH="$PWD/jupyter/student:$PWD/jupyter/common' in out
 
 
 def test_slurm_scheduler_options() -> None:
-    result = run_script("--dry-run", "--scheduler", "slurm", "--gpus", "2", "--gpu-type", "h100",
-                        "--account", "course42", "--reservation", "lab_monday", "--qos", "debug",
-                        "--constraint", "ib&(a100|h100)", "--sched-arg", "--exclusive",
-                        "--sched-arg=--mail-type=END", "me@login")
+    result = run_script(
+        "--dry-run",
+        "--scheduler",
+        "slurm",
+        "--gpus",
+        "2",
+        "--gpu-type",
+        "h100",
+        "--account",
+        "course42",
+        "--reservation",
+        "lab_monday",
+        "--qos",
+        "debug",
+        "--constraint",
+        "ib&(a100|h100)",
+        "--sched-arg",
+        "--exclusive",
+        "--sched-arg=--mail-type=END",
+        "me@login",
+    )
     assert result.returncode == 0, result.stderr
     sbatch = [line for line in result.stdout.splitlines() if line.startswith("#SBATCH")]
-    for line in ("#SBATCH --gres=gpu:h100:2", "#SBATCH --account=course42",
-                 "#SBATCH --reservation=lab_monday", "#SBATCH --qos=debug",
-                 "#SBATCH --constraint=ib&(a100|h100)", "#SBATCH --exclusive",
-                 "#SBATCH --mail-type=END"):
+    for line in (
+        "#SBATCH --gres=gpu:h100:2",
+        "#SBATCH --account=course42",
+        "#SBATCH --reservation=lab_monday",
+        "#SBATCH --qos=debug",
+        "#SBATCH --constraint=ib&(a100|h100)",
+        "#SBATCH --exclusive",
+        "#SBATCH --mail-type=END",
+    ):
         assert line in sbatch, line
     # Raw arguments come last, so that they can override the script's own choices.
     assert sbatch[-2:] == ["#SBATCH --exclusive", "#SBATCH --mail-type=END"]
@@ -219,13 +310,25 @@ def test_script_is_shellcheck_clean_and_bash_32_compatible() -> None:
     assert subprocess.run(["bash", "-n", str(SCRIPT)], check=False).returncode == 0
     text = SCRIPT.read_text()
     # macOS ships bash 3.2: none of the later features.
-    for later in ("declare -A", "local -A", "mapfile", "readarray", ",,}", "^^}", "&>>", "|&",
-                  "wait -n", "${!arr[", "coproc"):
+    for later in (
+        "declare -A",
+        "local -A",
+        "mapfile",
+        "readarray",
+        ",,}",
+        "^^}",
+        "&>>",
+        "|&",
+        "wait -n",
+        "${!arr[",
+        "coproc",
+    ):
         assert later not in text, later
     if shutil.which("shellcheck") is None:
         pytest.skip("shellcheck is not installed (apt-get install shellcheck)")
-    result = subprocess.run(["shellcheck", str(SCRIPT)], capture_output=True, text=True,
-                            check=False)
+    result = subprocess.run(
+        ["shellcheck", str(SCRIPT)], capture_output=True, text=True, check=False
+    )
     assert result.returncode == 0, result.stdout
 
 
@@ -263,15 +366,21 @@ def wait_until(condition, seconds: float, what: str) -> None:
 class Launch:
     """One run of the launch script as the laptop user, its output in a file."""
 
-    def __init__(self, cluster: LocalCluster, log: Path, *args: str, host: str = "testlogin",
-                 **popen: object) -> None:
+    def __init__(
+        self, cluster: LocalCluster, log: Path, *args: str, host: str = "testlogin", **popen: object
+    ) -> None:
         self.log = log
         self.started = time.monotonic()
         with log.open("w") as out:
             self.process = subprocess.Popen(
                 [str(SCRIPT), "--ssh-config", str(cluster.ssh_config), *args, host],
-                stdout=out, stderr=subprocess.STDOUT, text=True,
-                env=cluster.laptop.env(**FAST), **cluster.laptop.popen_args(), **popen)
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=cluster.laptop.env(**FAST),
+                **cluster.laptop.popen_args(),
+                **popen,
+            )
 
     def text(self) -> str:
         return self.log.read_text()
@@ -283,8 +392,9 @@ class Launch:
             if match:
                 return match
             if self.process.poll() is not None:
-                pytest.fail(f"the launch script exited early ({self.process.returncode}):\n"
-                            + self.text())
+                pytest.fail(
+                    f"the launch script exited early ({self.process.returncode}):\n" + self.text()
+                )
             time.sleep(0.3)
         pytest.fail(f"no {pattern!r} after {seconds}s:\n{self.text()}")
 
@@ -342,8 +452,15 @@ def tcp_listeners(pid: int) -> list[str]:
 
 
 def as_user(user, code: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                          env=user.env(), check=False, timeout=30, **user.popen_args())
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env=user.env(),
+        check=False,
+        timeout=30,
+        **user.popen_args(),
+    )
 
 
 # ----------------------------------------------------------- real Slurm + sshd
@@ -400,8 +517,9 @@ def test_end_to_end(cluster: LocalCluster, tmp_path: Path, scheduler: str) -> No
         assert path.stat().st_mode & 0o077 == 0, path
         assert token[:6] not in path.name
     assert (state / f"job-{job_id}.out").exists()
-    command_lines = subprocess.run(["ps", "-eo", "args"], capture_output=True,
-                                   text=True, check=True).stdout
+    command_lines = subprocess.run(
+        ["ps", "-eo", "args"], capture_output=True, text=True, check=True
+    ).stdout
     assert token not in command_lines
 
     # A neighbour on the node finds nothing to squat or reach: JupyterLab has
@@ -410,12 +528,16 @@ def test_end_to_end(cluster: LocalCluster, tmp_path: Path, scheduler: str) -> No
     lab_pid = re.search(r"pid=(\d+)", status).group(1)
     sock = re.search(r"sock=(\S+)", status).group(1)
     assert not tcp_listeners(int(lab_pid))
-    probe = as_user(cluster.neighbour, "import socket, sys\n"
-                    "s = socket.socket(socket.AF_UNIX)\n"
-                    "try:\n    s.connect(sys.argv[1])\nexcept PermissionError:\n"
-                    "    print('refused')\n"
-                    "try:\n    open(sys.argv[1] + '.squat', 'w')\nexcept PermissionError:\n"
-                    "    print('refused')\n", sock)
+    probe = as_user(
+        cluster.neighbour,
+        "import socket, sys\n"
+        "s = socket.socket(socket.AF_UNIX)\n"
+        "try:\n    s.connect(sys.argv[1])\nexcept PermissionError:\n"
+        "    print('refused')\n"
+        "try:\n    open(sys.argv[1] + '.squat', 'w')\nexcept PermissionError:\n"
+        "    print('refused')\n",
+        sock,
+    )
     assert probe.stdout.split() == ["refused", "refused"], probe
 
     if scheduler == "lsf":
@@ -438,14 +560,31 @@ def test_closing_the_terminal_cancels_the_job(cluster: LocalCluster) -> None:
     os.fchown(slave, cluster.laptop.uid, cluster.laptop.gid)
 
     # A new session whose controlling terminal is the pty, then the script.
-    take_terminal = ("import fcntl, os, sys, termios\n"
-                     "fcntl.ioctl(0, termios.TIOCSCTTY, 0)\n"
-                     "os.execv(sys.argv[1], sys.argv[1:])")
+    take_terminal = (
+        "import fcntl, os, sys, termios\n"
+        "fcntl.ioctl(0, termios.TIOCSCTTY, 0)\n"
+        "os.execv(sys.argv[1], sys.argv[1:])"
+    )
     process = subprocess.Popen(
-        [sys.executable, "-c", take_terminal, str(SCRIPT), "--ssh-config", str(cluster.ssh_config),
-         *SMALL_JOB, "--venv", sys.prefix, "testlogin"],
-        stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
-        env=cluster.laptop.env(**FAST), **cluster.laptop.popen_args())
+        [
+            sys.executable,
+            "-c",
+            take_terminal,
+            str(SCRIPT),
+            "--ssh-config",
+            str(cluster.ssh_config),
+            *SMALL_JOB,
+            "--venv",
+            sys.prefix,
+            "testlogin",
+        ],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        env=cluster.laptop.env(**FAST),
+        **cluster.laptop.popen_args(),
+    )
     os.close(slave)
     output = b""
     deadline = time.monotonic() + 75
@@ -469,11 +608,17 @@ def test_closing_the_terminal_cancels_the_job(cluster: LocalCluster) -> None:
 def test_tee_and_ctrl_c_cancel_the_job(cluster: LocalCluster, tmp_path: Path) -> None:
     """'gpu-jupyter ... | tee log' and Ctrl-C: tee dies first, writes get EPIPE."""
     log = cluster.laptop.home / "tee.log"
-    command = (f"{SCRIPT} --ssh-config {cluster.ssh_config} {' '.join(SMALL_JOB)} "
-               f"--venv {sys.prefix} testlogin 2>&1 | tee {log}")
-    shell = subprocess.Popen(["bash", "-c", command], stdout=subprocess.DEVNULL,
-                             start_new_session=True, env=cluster.laptop.env(**FAST),
-                             **cluster.laptop.popen_args())
+    command = (
+        f"{SCRIPT} --ssh-config {cluster.ssh_config} {' '.join(SMALL_JOB)} "
+        f"--venv {sys.prefix} testlogin 2>&1 | tee {log}"
+    )
+    shell = subprocess.Popen(
+        ["bash", "-c", command],
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+        env=cluster.laptop.env(**FAST),
+        **cluster.laptop.popen_args(),
+    )
     wait_until(lambda: log.exists() and re.search(READY, log.read_text()), 75, "ready")
     text = log.read_text()
     port = int(re.search(READY, text).group(2))
@@ -504,8 +649,9 @@ def test_scheduler_stall_is_not_the_end(cluster: LocalCluster, tmp_path: Path) -
     assert_ended(cluster, job_id, port)
 
 
-def test_killed_script_then_attach_and_tunnel_reconnects(cluster: LocalCluster,
-                                                         tmp_path: Path) -> None:
+def test_killed_script_then_attach_and_tunnel_reconnects(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
     first = Launch(cluster, tmp_path / "first.log", *SMALL_JOB, "--venv", sys.prefix)
     port, token, job_id = first.ready()
     first.stop(signal.SIGKILL)
@@ -528,8 +674,9 @@ def test_killed_script_then_attach_and_tunnel_reconnects(cluster: LocalCluster,
 
     # The tunnel dies (network change, laptop asleep): it comes back on the same port.
     ctl = cluster.laptop.home / ".gpu-jupyter" / "tunnels" / f"job-{job_id}.ctl"
-    check = subprocess.run(["ssh", "-S", str(ctl), "-O", "check", "x"], capture_output=True,
-                           text=True, check=False)
+    check = subprocess.run(
+        ["ssh", "-S", str(ctl), "-O", "check", "x"], capture_output=True, text=True, check=False
+    )
     tunnel_pid = int(re.search(r"pid=(\d+)", check.stderr).group(1))
     os.kill(tunnel_pid, signal.SIGKILL)
     attached.wait_for(r"tunnel reconnected", 40)
@@ -543,8 +690,9 @@ def test_killed_script_then_attach_and_tunnel_reconnects(cluster: LocalCluster,
     assert_ended(cluster, job_id, port)
 
 
-def test_two_simultaneous_starts_and_a_local_squatter(cluster: LocalCluster,
-                                                      tmp_path: Path) -> None:
+def test_two_simultaneous_starts_and_a_local_squatter(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
     """Two starts in the same second get their own ports; a listener on the
     first port tried receives nothing (never a token)."""
     squatter = socket.socket()
@@ -575,8 +723,10 @@ def test_two_simultaneous_starts_and_a_local_squatter(cluster: LocalCluster,
     stop = threading.Event()
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
-    launches = [Launch(cluster, tmp_path / f"launch{i}.log", *SMALL_JOB, "--venv", sys.prefix)
-                for i in range(2)]
+    launches = [
+        Launch(cluster, tmp_path / f"launch{i}.log", *SMALL_JOB, "--venv", sys.prefix)
+        for i in range(2)
+    ]
     try:
         (port1, token1, job1), (port2, token2, job2) = (one.ready() for one in launches)
         assert port1 != port2 and port not in (port1, port2)
@@ -601,8 +751,20 @@ def test_two_simultaneous_starts_and_a_local_squatter(cluster: LocalCluster,
 
 
 def test_rejected_submission_is_reported(cluster: LocalCluster, tmp_path: Path) -> None:
-    launch = Launch(cluster, tmp_path / "launch.log", "--scheduler", "slurm", "--gpus", "0",
-                    "--cores", "1", "--mem", "100M", "--partition", "no_such_partition")
+    launch = Launch(
+        cluster,
+        tmp_path / "launch.log",
+        "--scheduler",
+        "slurm",
+        "--gpus",
+        "0",
+        "--cores",
+        "1",
+        "--mem",
+        "100M",
+        "--partition",
+        "no_such_partition",
+    )
     assert launch.process.wait(timeout=30) == 1
     text = launch.text()
     assert "the job was not accepted by slurm" in text
@@ -611,8 +773,9 @@ def test_rejected_submission_is_reported(cluster: LocalCluster, tmp_path: Path) 
 
 def test_job_that_dies_is_reported(cluster: LocalCluster, tmp_path: Path) -> None:
     before = set(cluster.squeue().split())
-    launch = Launch(cluster, tmp_path / "launch.log", *SMALL_JOB,
-                    "--venv", str(tmp_path / "no-such-venv"))
+    launch = Launch(
+        cluster, tmp_path / "launch.log", *SMALL_JOB, "--venv", str(tmp_path / "no-such-venv")
+    )
     assert launch.process.wait(timeout=60) == 1, launch.text()
     text = launch.text()
     assert "the job ended" in text
@@ -624,8 +787,18 @@ def test_queue_wait_past_timeout_cancels_the_job(cluster: LocalCluster, tmp_path
     # A job held by Slurm never starts, like one waiting in a busy queue.
     cluster.hold_new_jobs(True)
     try:
-        launch = Launch(cluster, tmp_path / "launch.log", "--gpus", "0", "--cores", "1",
-                        "--mem", "100M", "--timeout", "5")
+        launch = Launch(
+            cluster,
+            tmp_path / "launch.log",
+            "--gpus",
+            "0",
+            "--cores",
+            "1",
+            "--mem",
+            "100M",
+            "--timeout",
+            "5",
+        )
         assert launch.process.wait(timeout=40) == 1, launch.text()
     finally:
         cluster.hold_new_jobs(False)

@@ -13,8 +13,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
-from test_nbgrader_grading import assert_all_succeeded, hand_in, make_course, page_text, run_nbgrader, scores
+from test_nbgrader_grading import (
+    assert_all_succeeded,
+    hand_in,
+    make_course,
+    page_text,
+    run_nbgrader,
+    scores,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -118,7 +124,9 @@ def test_deleted_test_cell_scores_nothing_and_is_flagged(batch) -> None:
     root, results = batch
     assert results["george"]["success"], results["george"]["error"]
     assert scores(root)[(ASSIGNMENT, "george")] == (FULL_MARKS - 4, FULL_MARKS)
-    assert needs_manual_grade(root, "george"), "a deleted test cell must be flagged for the instructor"
+    assert needs_manual_grade(root, "george"), (
+        "a deleted test cell must be flagged for the instructor"
+    )
     assert not needs_manual_grade(root, "zoe")
 
 

@@ -48,106 +48,193 @@ def _replace(nb: nbformat.NotebookNode, grade_id: str, source: str) -> nbformat.
 #: (student, assignment, {grade_id: new source}, expected score). Full marks are 10 everywhere.
 CASES = [
     # simt: 2 (global_index) + 4 (kernel) + 4 (launch)
-    ("simt-course-code", "simt", {"simt-launch": (
-        "from demos.simt import blocks_for\n"
-        "def launch_saxpy(a, x, y, threads_per_block=32):\n"
-        "    out = np.zeros_like(x)\n"
-        "    saxpy[blocks_for(x.shape[0], threads_per_block), threads_per_block](a, x, y, out)\n"
-        "    return out"
-    )}, 6),
-    ("simt-no-bounds-check", "simt", {"simt-kernel": (
-        "@cuda.jit\n"
-        "def saxpy(a, x, y, out):\n"
-        "    i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x\n"
-        "    out[i] = a * x[i] + y[i]"
-    )}, 2),
-    ("simt-numpy-launch", "simt", {"simt-launch": (
-        "def launch_saxpy(a, x, y, threads_per_block=32):\n"
-        "    return (a * x + y).astype(x.dtype)"
-    )}, 6),
-    ("simt-disables-checks", "simt", {"simt-global-index": (
-        "def global_index(block_index, block_size, thread_index):\n"
-        "    return 0\n"
-        "get_ipython().input_transformers_post.append(\n"
-        "    lambda lines: [l.replace('assert ', 'assert True or ').replace('grading.check(', 'print(')\n"
-        "                   for l in lines])"
-    )}, 0),
+    (
+        "simt-course-code",
+        "simt",
+        {
+            "simt-launch": (
+                "from demos.simt import blocks_for\n"
+                "def launch_saxpy(a, x, y, threads_per_block=32):\n"
+                "    out = np.zeros_like(x)\n"
+                "    saxpy[blocks_for(x.shape[0], threads_per_block), threads_per_block](a, x, y, out)\n"
+                "    return out"
+            )
+        },
+        6,
+    ),
+    (
+        "simt-no-bounds-check",
+        "simt",
+        {
+            "simt-kernel": (
+                "@cuda.jit\n"
+                "def saxpy(a, x, y, out):\n"
+                "    i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x\n"
+                "    out[i] = a * x[i] + y[i]"
+            )
+        },
+        2,
+    ),
+    (
+        "simt-numpy-launch",
+        "simt",
+        {
+            "simt-launch": (
+                "def launch_saxpy(a, x, y, threads_per_block=32):\n"
+                "    return (a * x + y).astype(x.dtype)"
+            )
+        },
+        6,
+    ),
+    (
+        "simt-disables-checks",
+        "simt",
+        {
+            "simt-global-index": (
+                "def global_index(block_index, block_size, thread_index):\n"
+                "    return 0\n"
+                "get_ipython().input_transformers_post.append(\n"
+                "    lambda lines: [l.replace('assert ', 'assert True or ').replace('grading.check(', 'print(')\n"
+                "                   for l in lines])"
+            )
+        },
+        0,
+    ),
     # Prints what it is given: the visible calls' arguments may show, hidden ones must not.
-    ("simt-prints-inputs", "simt", {"simt-global-index": (
-        "import os\n"
-        "print('SECRET IN ENVIRONMENT:', 'COURSE_GRADING_SECRET' in os.environ)\n"
-        "print('PROBE SEED:', grading.seed_for('probe'))\n"
-        "def global_index(block_index, block_size, thread_index):\n"
-        "    print('ARGS:', block_index, block_size, thread_index)\n"
-        "    return block_index * 32 + thread_index"
-    )}, 8),
+    (
+        "simt-prints-inputs",
+        "simt",
+        {
+            "simt-global-index": (
+                "import os\n"
+                "print('SECRET IN ENVIRONMENT:', 'COURSE_GRADING_SECRET' in os.environ)\n"
+                "print('PROBE SEED:', grading.seed_for('probe'))\n"
+                "def global_index(block_index, block_size, thread_index):\n"
+                "    print('ARGS:', block_index, block_size, thread_index)\n"
+                "    return block_index * 32 + thread_index"
+            )
+        },
+        8,
+    ),
     # cupy_port: 5 (squared_distances) + 5 (chunked)
-    ("cupy-course-code", "cupy_port", {"cupy-distances": (
-        "from demos.distance.generic import distance_matrix\n"
-        "def squared_distances(x, y):\n"
-        "    return distance_matrix(x, y)"
-    )}, 0),
-    ("cupy-numpy-only", "cupy_port", {"cupy-distances": (
-        "def squared_distances(x, y):\n"
-        "    x, y = np.asarray(x), np.asarray(y)\n"
-        "    return np.einsum('ij,ij->i', x, x)[:, None] - 2 * (x @ y.T) + np.einsum('ij,ij->i', y, y)[None, :]"
-    )}, 0),
-    ("cupy-numpy-buffer", "cupy_port", {"cupy-chunked": (
-        "def chunked_squared_distances(x, y, rows_per_chunk):\n"
-        "    out = np.empty((x.shape[0], y.shape[0]))\n"
-        "    for start in range(0, x.shape[0], rows_per_chunk):\n"
-        "        out[start:start + rows_per_chunk] = squared_distances(x[start:start + rows_per_chunk], y)\n"
-        "    return out"
-    )}, 5),
+    (
+        "cupy-course-code",
+        "cupy_port",
+        {
+            "cupy-distances": (
+                "from demos.distance.generic import distance_matrix\n"
+                "def squared_distances(x, y):\n"
+                "    return distance_matrix(x, y)"
+            )
+        },
+        0,
+    ),
+    (
+        "cupy-numpy-only",
+        "cupy_port",
+        {
+            "cupy-distances": (
+                "def squared_distances(x, y):\n"
+                "    x, y = np.asarray(x), np.asarray(y)\n"
+                "    return np.einsum('ij,ij->i', x, x)[:, None] - 2 * (x @ y.T) + np.einsum('ij,ij->i', y, y)[None, :]"
+            )
+        },
+        0,
+    ),
+    (
+        "cupy-numpy-buffer",
+        "cupy_port",
+        {
+            "cupy-chunked": (
+                "def chunked_squared_distances(x, y, rows_per_chunk):\n"
+                "    out = np.empty((x.shape[0], y.shape[0]))\n"
+                "    for start in range(0, x.shape[0], rows_per_chunk):\n"
+                "        out[start:start + rows_per_chunk] = squared_distances(x[start:start + rows_per_chunk], y)\n"
+                "    return out"
+            )
+        },
+        5,
+    ),
     # numba_distance: 5 (kernel) + 5 (launch)
-    ("numba-course-kernel", "numba_distance", {"numba-kernel": (
-        "from demos.demo_numba_gpu import distance_matrix as distance_kernel"
-    )}, 5),  # part 2 (launch_config, distance_matrix) is still the student's own work
-    ("numba-patched-assert", "numba_distance", {"numba-kernel": (
-        "np.testing.assert_allclose = lambda *args, **kwargs: None\n"
-        "@cuda.jit\n"
-        "def distance_kernel(points, out):\n"
-        "    pass"
-    )}, 0),
-    ("numba-uncoalesced", "numba_distance", {"numba-kernel": (
-        "@cuda.jit\n"
-        "def distance_kernel(points, out):\n"
-        "    i, j = cuda.grid(2)\n"
-        "    if i < out.shape[0] and j < out.shape[1]:\n"
-        "        total = 0.0\n"
-        "        for k in range(points.shape[1]):\n"
-        "            total += (points[i, k] - points[j, k]) ** 2\n"
-        "        out[i, j] = total"
-    )}, 5),
-    ("numba-numpy-matrix", "numba_distance", {"numba-launch": (
-        "def launch_config(n, block=(8, 8)):\n"
-        "    return (math.ceil(n / block[0]), math.ceil(n / block[1])), tuple(block)\n"
-        "def distance_matrix(points, block=(8, 8)):\n"
-        "    return ((points[:, None, :] - points[None, :, :]) ** 2).sum(axis=-1)"
-    )}, 5),
+    (
+        "numba-course-kernel",
+        "numba_distance",
+        {"numba-kernel": ("from demos.demo_numba_gpu import distance_matrix as distance_kernel")},
+        5,
+    ),  # part 2 (launch_config, distance_matrix) is still the student's own work
+    (
+        "numba-patched-assert",
+        "numba_distance",
+        {
+            "numba-kernel": (
+                "np.testing.assert_allclose = lambda *args, **kwargs: None\n"
+                "@cuda.jit\n"
+                "def distance_kernel(points, out):\n"
+                "    pass"
+            )
+        },
+        0,
+    ),
+    (
+        "numba-uncoalesced",
+        "numba_distance",
+        {
+            "numba-kernel": (
+                "@cuda.jit\n"
+                "def distance_kernel(points, out):\n"
+                "    i, j = cuda.grid(2)\n"
+                "    if i < out.shape[0] and j < out.shape[1]:\n"
+                "        total = 0.0\n"
+                "        for k in range(points.shape[1]):\n"
+                "            total += (points[i, k] - points[j, k]) ** 2\n"
+                "        out[i, j] = total"
+            )
+        },
+        5,
+    ),
+    (
+        "numba-numpy-matrix",
+        "numba_distance",
+        {
+            "numba-launch": (
+                "def launch_config(n, block=(8, 8)):\n"
+                "    return (math.ceil(n / block[0]), math.ceil(n / block[1])), tuple(block)\n"
+                "def distance_matrix(points, block=(8, 8)):\n"
+                "    return ((points[:, None, :] - points[None, :, :]) ** 2).sum(axis=-1)"
+            )
+        },
+        5,
+    ),
     # multigpu: 3 (split) + 4 (map) + 3 (sum)
-    ("multi-array-split", "multigpu", {"multi-split": (
-        "def split(array, parts):\n"
-        "    return np.array_split(array, parts)"
-    )}, 7),
-    ("multi-one-at-a-time", "multigpu", {
-        "multi-map": (
-            "def map_on_devices(func, array, devs):\n"
-            "    results = []\n"
-            "    for device, chunk in zip(devs, split(array, len(devs))):\n"
-            "        with device:\n"
-            "            results.append(device.asnumpy(func(device.asarray(chunk), device.xp)))\n"
-            "    return np.concatenate(results)"
-        ),
-        "multi-sum": (
-            "def sum_on_devices(array, devs):\n"
-            "    total = 0.0\n"
-            "    for device, chunk in zip(devs, split(array, len(devs))):\n"
-            "        with device:\n"
-            "            total += float(device.asnumpy(device.xp.sum(device.asarray(chunk))))\n"
-            "    return total"
-        ),
-    }, 3),
+    (
+        "multi-array-split",
+        "multigpu",
+        {"multi-split": ("def split(array, parts):\n    return np.array_split(array, parts)")},
+        7,
+    ),
+    (
+        "multi-one-at-a-time",
+        "multigpu",
+        {
+            "multi-map": (
+                "def map_on_devices(func, array, devs):\n"
+                "    results = []\n"
+                "    for device, chunk in zip(devs, split(array, len(devs))):\n"
+                "        with device:\n"
+                "            results.append(device.asnumpy(func(device.asarray(chunk), device.xp)))\n"
+                "    return np.concatenate(results)"
+            ),
+            "multi-sum": (
+                "def sum_on_devices(array, devs):\n"
+                "    total = 0.0\n"
+                "    for device, chunk in zip(devs, split(array, len(devs))):\n"
+                "        with device:\n"
+                "            total += float(device.asnumpy(device.xp.sum(device.asarray(chunk))))\n"
+                "    return total"
+            ),
+        },
+        3,
+    ),
     # cnn: 5 (structure) + 5 (forward)
     ("cnn-course-code", "cnn", {"cnn-model": "from demos.cnn.model import build_model"}, 0),
 ]
@@ -155,12 +242,18 @@ CASES = [
 # stderr output 0, so the visible global_index check (2 points) is lost until
 # the grading pipeline's stderr preprocessor is configured. The hidden tests
 # never let student output through, so that is all it can lose here.
-STDERR_CASE = ("simt-stderr", "simt", {"simt-global-index": (
-    "import sys\n"
-    "def global_index(block_index, block_size, thread_index):\n"
-    "    print('debugging', file=sys.stderr)\n"
-    "    return block_index * block_size + thread_index"
-)})
+STDERR_CASE = (
+    "simt-stderr",
+    "simt",
+    {
+        "simt-global-index": (
+            "import sys\n"
+            "def global_index(block_index, block_size, thread_index):\n"
+            "    print('debugging', file=sys.stderr)\n"
+            "    return block_index * block_size + thread_index"
+        )
+    },
+)
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +267,10 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Path:
             _replace(nb, grade_id, source)
         hand_in(root, student, assignment, nbformat.writes(nb))
     steps = [["autograde", a, s] for s, a, *_ in [*CASES, STDERR_CASE]]
-    steps += [["generate_feedback", "simt", "simt-prints-inputs"], ["generate_feedback", "simt", "simt-disables-checks"]]
+    steps += [
+        ["generate_feedback", "simt", "simt-prints-inputs"],
+        ["generate_feedback", "simt", "simt-disables-checks"],
+    ]
     os.environ["COURSE_GRADING_SECRET"] = SECRET
     try:
         assert_all_succeeded(run_nbgrader(root, steps, timeout=CELL_TIMEOUT))
@@ -183,8 +279,11 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.mark.parametrize(("student", "assignment", "expected"), [(s, a, e) for s, a, _, e in CASES],
-                         ids=[case[0] for case in CASES])
+@pytest.mark.parametrize(
+    ("student", "assignment", "expected"),
+    [(s, a, e) for s, a, _, e in CASES],
+    ids=[case[0] for case in CASES],
+)
 def test_cheat_gets_a_fair_score(batch: Path, student: str, assignment: str, expected: int) -> None:
     assert scores(batch)[(assignment, student)] == (expected, 10)
 
@@ -211,13 +310,17 @@ def test_kernels_are_seeded_by_the_secret_which_student_code_cannot_read_from_th
 
     from demos.grading import checks
 
-    nb = nbformat.read(batch / "autograded" / "simt-prints-inputs" / "simt" / "simt.ipynb", as_version=4)
+    nb = nbformat.read(
+        batch / "autograded" / "simt-prints-inputs" / "simt" / "simt.ipynb", as_version=4
+    )
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "SECRET IN ENVIRONMENT: False" in text
     probe = int(re.search(r"PROBE SEED: (\d+)", text).group(1))
     with_secret = hmac.new(SECRET.encode(), b"probe", hashlib.sha256).digest()
     default = hmac.new(checks._DEFAULT_SALT, b"probe", hashlib.sha256).digest()
-    assert probe == int.from_bytes(with_secret[:8], "little") != int.from_bytes(default[:8], "little")
+    assert (
+        probe == int.from_bytes(with_secret[:8], "little") != int.from_bytes(default[:8], "little")
+    )
 
 
 def test_feedback_says_the_machinery_was_modified(batch: Path) -> None:

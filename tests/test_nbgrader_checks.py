@@ -76,7 +76,9 @@ def test_secret_is_taken_out_of_the_environment_only_inside_a_kernel() -> None:
         "print(c._SECRET, os.environ.get('COURSE_GRADING_SECRET'))"
     )
     env = {"COURSE_GRADING_SECRET": "s3", "NUMBA_ENABLE_CUDASIM": "1", "PATH": ""}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
     assert out.stdout.split() == ["s3", "s3"]  # not in a kernel: the grader's process keeps it
 
 
@@ -89,7 +91,10 @@ def test_hidden_test_turns_errors_into_one_generic_message(capfd: pytest.Capture
         raise IndexError("index 4242 is out of bounds")
     captured = capfd.readouterr()
     assert "12345" not in captured.out + captured.err and "6789" not in captured.out + captured.err
-    with pytest.raises(grading.GradingFailure, match="^a course message$"), grading.hidden_test("t", "saxpy"):
+    with (
+        pytest.raises(grading.GradingFailure, match="^a course message$"),
+        grading.hidden_test("t", "saxpy"),
+    ):
         grading.check(False, "a course message")
 
 
@@ -108,7 +113,10 @@ def test_patched_testing_function_is_found(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(np.testing, "assert_allclose", lambda *a, **k: None)
     with pytest.raises(grading.GradingFailure, match="grading machinery was modified"):
         grading.check_untampered()
-    with pytest.raises(grading.GradingFailure, match="grading machinery"), grading.hidden_test("t", "anything"):
+    with (
+        pytest.raises(grading.GradingFailure, match="grading machinery"),
+        grading.hidden_test("t", "anything"),
+    ):
         pass
 
 
@@ -145,7 +153,9 @@ def test_watch_records_launches_course_code_and_forbidden_calls() -> None:
         simt.blocks_for(10, 8)
         np.array_split(out, 3)
         np.concatenate([out, out])
-    assert [(launch.kernel, launch.grid, launch.block) for launch in seen.launches] == [(_fill, (2, 1, 1), (8, 1, 1))]
+    assert [(launch.kernel, launch.grid, launch.block) for launch in seen.launches] == [
+        (_fill, (2, 1, 1), (8, 1, 1))
+    ]
     assert seen.launches[0].threads == (16, 1, 1)
     assert "demos.simt.blocks_for" in seen.course_calls
     assert seen.forbidden_calls == ["array_split"]
@@ -208,8 +218,14 @@ _CUPY_BEHAVIOUR = {
     "np.einsum": (lambda xp, a: np.einsum("ij,ij->i", a, a), "device array"),
     "np.concatenate": (lambda xp, a: np.concatenate([a, a]), "device array"),
     "np.sin": (lambda xp, a: np.sin(a), "device array"),
-    "store into a NumPy array": (lambda xp, a: np.empty(a.shape).__setitem__(slice(None), a), "TypeError"),
-    "store NumPy into it": (lambda xp, a: a.__setitem__(slice(None), np.ones(a.shape)), "ValueError"),
+    "store into a NumPy array": (
+        lambda xp, a: np.empty(a.shape).__setitem__(slice(None), a),
+        "TypeError",
+    ),
+    "store NumPy into it": (
+        lambda xp, a: a.__setitem__(slice(None), np.ones(a.shape)),
+        "ValueError",
+    ),
     "add a NumPy array": (lambda xp, a: a + np.ones(a.shape), "TypeError"),
     "add a scalar": (lambda xp, a: a + 1.0, "device array"),
     "float of a sum": (lambda xp, a: float(xp.sum(a)), "float"),

@@ -76,9 +76,15 @@ def run_nbgrader(root: Path, steps: list[list[str]], timeout: int | None = None)
     out = root / f"nbgrader-results-{os.getpid()}.json"
     proc = subprocess.run(
         [sys.executable, "-c", _DRIVER, str(root), json.dumps(steps), str(out), str(timeout or "")],
-        cwd=root, env=nbgrader_env(), capture_output=True, text=True, timeout=900,
+        cwd=root,
+        env=nbgrader_env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
-    assert proc.returncode == 0, f"nbgrader driver failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, (
+        f"nbgrader driver failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
     results = json.loads(out.read_text())
     out.unlink()
     return results
@@ -103,7 +109,10 @@ def scores(root: Path) -> dict[tuple[str, str], tuple[float, float]]:
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         for assignment in gb.assignments:
             for submission in assignment.submissions:
-                found[(assignment.name, submission.student.id)] = (submission.score, submission.max_score)
+                found[(assignment.name, submission.student.id)] = (
+                    submission.score,
+                    submission.max_score,
+                )
     return found
 
 
@@ -114,7 +123,9 @@ def page_text(page: Path) -> str:
 
 def assert_all_succeeded(results: list[dict]) -> None:
     failed = [r for r in results if not r["success"]]
-    assert not failed, "\n\n".join(f"{r['step']}:\n{r['error'][-2000:]}\n{r['log'][-2000:]}" for r in failed)
+    assert not failed, "\n\n".join(
+        f"{r['step']}:\n{r['error'][-2000:]}\n{r['log'][-2000:]}" for r in failed
+    )
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +165,9 @@ def test_every_assignment_has_visible_and_hidden_tests() -> None:
         assert all(c.metadata["nbgrader"]["points"] > 0 for c in graded_cells)
         assert all("### BEGIN HIDDEN TESTS" in c.source for c in graded_cells), assignment
         # visible tests: something before the hidden region
-        assert all(c.source.split("### BEGIN HIDDEN TESTS")[0].strip() for c in graded_cells), assignment
+        assert all(c.source.split("### BEGIN HIDDEN TESTS")[0].strip() for c in graded_cells), (
+            assignment
+        )
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS, ids=ASSIGNMENT_IDS)
@@ -166,7 +179,9 @@ def test_feedback_hides_the_hidden_tests(graded: Path, assignment: str) -> None:
         line.strip()
         for cell in source.cells
         if "### BEGIN HIDDEN TESTS" in cell.source
-        for line in cell.source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0].splitlines()
+        for line in cell.source.split("### BEGIN HIDDEN TESTS")[1]
+        .split("### END HIDDEN TESTS")[0]
+        .splitlines()
         if len(line.strip()) > 20
     }
     # lines that also occur outside the hidden regions are no secret
@@ -202,9 +217,15 @@ def test_zip_collect_and_export_commands(graded: Path) -> None:
     for command in (["zip_collect", "simt"], ["export", "--to", "grades.csv"]):
         proc = subprocess.run(
             [str(Path(sys.executable).parent / "nbgrader"), *command],
-            cwd=graded, env=nbgrader_env(), capture_output=True, text=True, timeout=300,
+            cwd=graded,
+            env=nbgrader_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
-        assert proc.returncode == 0, f"nbgrader {command}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+        assert proc.returncode == 0, (
+            f"nbgrader {command}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+        )
     assert (graded / "submitted" / "carl" / "simt" / "simt.ipynb").is_file()
     with open(graded / "grades.csv", newline="") as f:
         rows = {(r["assignment"], r["student_id"]): r for r in csv.DictReader(f)}
@@ -220,6 +241,8 @@ def test_gpu_grader_used_the_gpu(graded: Path) -> None:
     import nbformat
 
     nb = nbformat.read(graded / "autograded" / "alice" / "simt" / "simt.ipynb", as_version=4)
-    setup = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "simt-setup")
+    setup = next(
+        c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "simt-setup"
+    )
     text = "".join(o.get("text", "") for o in setup.outputs)
     assert "CUDA simulator: False" in text, text

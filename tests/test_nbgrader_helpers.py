@@ -81,18 +81,31 @@ def test_devices_with_gpu_are_cupy_devices() -> None:
 
 
 def test_feedback_preprocessor_removes_hidden_source_and_traceback() -> None:
-    pytest.importorskip("nbgrader", reason="the preprocessor plugs into nbgrader (a course dependency)")
+    pytest.importorskip(
+        "nbgrader", reason="the preprocessor plugs into nbgrader (a course dependency)"
+    )
     cell = nbformat.v4.new_code_cell(
         "assert f(1) == 2\n### BEGIN HIDDEN TESTS\nassert f(12345) == 67890\n### END HIDDEN TESTS"
     )
-    cell.metadata["nbgrader"] = {"grade": True, "grade_id": "t", "points": 1, "solution": False, "locked": True}
+    cell.metadata["nbgrader"] = {
+        "grade": True,
+        "grade_id": "t",
+        "points": 1,
+        "solution": False,
+        "locked": True,
+    }
     cell.outputs = [
         nbformat.v4.new_output(
-            "error", ename="AssertionError", evalue="", traceback=["---> 3 assert f(12345) == 67890"]
+            "error",
+            ename="AssertionError",
+            evalue="",
+            traceback=["---> 3 assert f(12345) == 67890"],
         )
     ]
     visible = nbformat.v4.new_code_cell("print('no hidden tests here')")
-    visible.outputs = [nbformat.v4.new_output("error", ename="ValueError", evalue="x", traceback=["line 1"])]
+    visible.outputs = [
+        nbformat.v4.new_output("error", ename="ValueError", evalue="x", traceback=["line 1"])
+    ]
     nb = nbformat.v4.new_notebook(cells=[cell, visible])
     preprocessor = grading.FeedbackWithoutHiddenTests()
     nb, _ = preprocessor.preprocess(nb, {})
@@ -100,7 +113,9 @@ def test_feedback_preprocessor_removes_hidden_source_and_traceback() -> None:
     assert "12345" not in text
     assert "assert f(1) == 2" in text
     assert nb.cells[0].outputs[0]["traceback"][0] == "AssertionError: "
-    assert nb.cells[1].outputs[0]["traceback"] == ["line 1"]  # cells without hidden tests keep theirs
+    assert nb.cells[1].outputs[0]["traceback"] == [
+        "line 1"
+    ]  # cells without hidden tests keep theirs
 
 
 def test_unknown_attribute_is_an_attribute_error() -> None:

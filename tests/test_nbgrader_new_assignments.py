@@ -30,45 +30,42 @@ pytestmark = pytest.mark.slow
 
 # Solution cells replaced by a shortcut: (assignment, grade_id) -> source.
 COURSE_KERNELS = {
-    ("kernel_patterns", "pat-histogram"):
-        "from demos.patterns.kernels import histogram_shared_kernel\n"
-        "histogram_kernel = histogram_shared_kernel(N_BINS)\n",
-    ("kernel_patterns", "pat-sum"):
-        "from demos.patterns.kernels import tree_sum_kernel\n"
-        "block_sum_kernel = tree_sum_kernel('float32')\n",
+    (
+        "kernel_patterns",
+        "pat-histogram",
+    ): "from demos.patterns.kernels import histogram_shared_kernel\n"
+    "histogram_kernel = histogram_shared_kernel(N_BINS)\n",
+    ("kernel_patterns", "pat-sum"): "from demos.patterns.kernels import tree_sum_kernel\n"
+    "block_sum_kernel = tree_sum_kernel('float32')\n",
 }
 NO_SHARED_MEMORY = {
-    ("kernel_patterns", "pat-histogram"):
-        "@cuda.jit\n"
-        "def histogram_kernel(values, bins):\n"
-        "    for i in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):\n"
-        "        cuda.atomic.add(bins, values[i], 1)\n",
+    ("kernel_patterns", "pat-histogram"): "@cuda.jit\n"
+    "def histogram_kernel(values, bins):\n"
+    "    for i in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):\n"
+    "        cuda.atomic.add(bins, values[i], 1)\n",
 }
 STILL_SYNCING = {
-    ("profiling", "prof-fast"):
-        "def fast_pipeline(xp, batches):\n"
-        "    return slow_pipeline(xp, batches)\n",
+    ("profiling", "prof-fast"): "def fast_pipeline(xp, batches):\n"
+    "    return slow_pipeline(xp, batches)\n",
 }
 COURSE_TIMELINE = {
-    ("profiling", "prof-timeline"):
-        "from demos.profiling import timeline as _t\n"
-        "def idle_time(intervals):\n"
-        "    return _t.summary([_t.Interval('x', 'a', s, e) for s, e in intervals])['idle_ms']\n"
-        "overlap_time = lambda a, b: _t.overlap_time([_t.Interval('x', 'a', *i) for i in a],\n"
-        "                                            [_t.Interval('x', 'b', *i) for i in b])\n",
+    ("profiling", "prof-timeline"): "from demos.profiling import timeline as _t\n"
+    "def idle_time(intervals):\n"
+    "    return _t.summary([_t.Interval('x', 'a', s, e) for s, e in intervals])['idle_ms']\n"
+    "overlap_time = lambda a, b: _t.overlap_time([_t.Interval('x', 'a', *i) for i in a],\n"
+    "                                            [_t.Interval('x', 'b', *i) for i in b])\n",
 }
 ONE_ASNUMPY = {  # another right answer: one transfer of all results, with xp.asnumpy
-    ("profiling", "prof-fast"):
-        "def fast_pipeline(xp, batches):\n"
-        "    means, largest = [], []\n"
-        "    for batch in batches:\n"
-        "        p = xp.asarray(batch)\n"
-        "        x2 = (p * p).sum(axis=1)\n"
-        "        d = x2[:, None] - 2 * (p @ p.T) + x2[None, :]\n"
-        "        means.append(d.mean())\n"
-        "        largest.append(d.max())\n"
-        "    host = xp.asnumpy(xp.stack([xp.stack(means), xp.stack(largest)]))\n"
-        "    return float(host[0].mean()), float(host[1].max())\n",
+    ("profiling", "prof-fast"): "def fast_pipeline(xp, batches):\n"
+    "    means, largest = [], []\n"
+    "    for batch in batches:\n"
+    "        p = xp.asarray(batch)\n"
+    "        x2 = (p * p).sum(axis=1)\n"
+    "        d = x2[:, None] - 2 * (p @ p.T) + x2[None, :]\n"
+    "        means.append(d.mean())\n"
+    "        largest.append(d.max())\n"
+    "    host = xp.asnumpy(xp.stack([xp.stack(means), xp.stack(largest)]))\n"
+    "    return float(host[0].mean()), float(host[1].max())\n",
 }
 # student -> (assignment, replaced cells, expected score out of 10)
 SHORTCUTS = {
@@ -107,7 +104,9 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.mark.parametrize("assignment", NEW_ASSIGNMENTS, ids=[f"assignment-{a}" for a in NEW_ASSIGNMENTS])
+@pytest.mark.parametrize(
+    "assignment", NEW_ASSIGNMENTS, ids=[f"assignment-{a}" for a in NEW_ASSIGNMENTS]
+)
 def test_solution_full_marks_and_blank_zero(graded: Path, assignment: str) -> None:
     found = scores(graded)
     assert found[(assignment, "alice")] == (10.0, 10.0)
@@ -123,18 +122,24 @@ def test_shortcuts_score_what_a_fair_grader_gives(graded: Path, student: str) ->
 def test_hidden_tests_are_seeded_and_hide_their_inputs() -> None:
     """Hidden inputs come from demos.grading.rng (course secret), and no message quotes them."""
     for assignment in NEW_ASSIGNMENTS:
-        nb = nbformat.read(Path(__file__).resolve().parents[1] / "solutions" / assignment
-                           / f"{assignment}.ipynb", as_version=4)
+        nb = nbformat.read(
+            Path(__file__).resolve().parents[1] / "solutions" / assignment / f"{assignment}.ipynb",
+            as_version=4,
+        )
         for cell in nb.cells:
             if not cell.metadata.get("nbgrader", {}).get("grade"):
                 continue
             hidden = cell.source.split("### BEGIN HIDDEN TESTS")[1]
             assert "grading_rng(" in hidden, cell.metadata["nbgrader"]["grade_id"]
             assert "default_rng(" not in hidden, "hidden inputs must come from grading_rng"
-            assert "f\"" not in hidden and "f'" not in hidden, "messages must not format hidden values"
+            assert 'f"' not in hidden and "f'" not in hidden, (
+                "messages must not format hidden values"
+            )
 
 
-@pytest.mark.parametrize("assignment", NEW_ASSIGNMENTS, ids=[f"assignment-{a}" for a in NEW_ASSIGNMENTS])
+@pytest.mark.parametrize(
+    "assignment", NEW_ASSIGNMENTS, ids=[f"assignment-{a}" for a in NEW_ASSIGNMENTS]
+)
 def test_feedback_shows_no_hidden_test(graded: Path, assignment: str) -> None:
     text = page_text(graded / "feedback" / "bob" / assignment / f"{assignment}.html")
     assert "assert" in text, "the page should show the visible tests"

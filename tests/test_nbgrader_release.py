@@ -12,9 +12,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
-from test_nbgrader_grading import REPO, assert_all_succeeded, make_course, run_nbgrader
 from test_nbgrader_grading import ASSIGNMENTS as GRADED_ASSIGNMENTS
+from test_nbgrader_grading import REPO, assert_all_succeeded, make_course, run_nbgrader
 from test_nbgrader_new_assignments import NEW_ASSIGNMENTS
 
 ASSIGNMENTS = GRADED_ASSIGNMENTS + NEW_ASSIGNMENTS
@@ -36,7 +35,9 @@ def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_released_assignments_are_the_committed_ones(regenerated: Path) -> None:
-    committed = sorted(p.relative_to(REPO / "exercises") for p in (REPO / "exercises").rglob("*") if p.is_file())
+    committed = sorted(
+        p.relative_to(REPO / "exercises") for p in (REPO / "exercises").rglob("*") if p.is_file()
+    )
     made = sorted(p.relative_to(regenerated) for p in regenerated.rglob("*") if p.is_file())
     assert committed == made, "exercises/ has other files than generate_assignment makes"
 
@@ -45,7 +46,9 @@ def test_released_assignments_are_the_committed_ones(regenerated: Path) -> None:
 def test_released_notebook_matches_generated(regenerated: Path, assignment: str) -> None:
     name = Path(assignment) / f"{assignment}.ipynb"
     committed, made = cells(REPO / "exercises" / name), cells(regenerated / name)
-    assert len(committed) == len(made), f"{name}: regenerate with nbgrader generate_assignment {assignment}"
+    assert len(committed) == len(made), (
+        f"{name}: regenerate with nbgrader generate_assignment {assignment}"
+    )
     for index, (ours, theirs) in enumerate(zip(committed, made)):
         assert ours == theirs, (
             f"{name}, cell {index} differs from what nbgrader generates; run "

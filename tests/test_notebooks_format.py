@@ -58,7 +58,9 @@ def test_notebook_is_canonical_nbformat4(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     nb = nbformat.reads(text, as_version=nbformat.NO_CONVERT)
     assert nb.nbformat == 4, f"{_id(path)} is nbformat {nb.nbformat}, expected 4"
-    assert nb.nbformat_minor >= 5, f"{_id(path)} is nbformat 4.{nb.nbformat_minor}: cells need ids (4.5)"
+    assert nb.nbformat_minor >= 5, (
+        f"{_id(path)} is nbformat 4.{nb.nbformat_minor}: cells need ids (4.5)"
+    )
     nbformat.validate(nb)  # raises ValidationError with the offending field
     canonical = nbformat.writes(nb)
     if not canonical.endswith("\n"):
@@ -77,7 +79,8 @@ def test_notebook_has_no_outputs(path: Path) -> None:
     dirty = [
         i
         for i, cell in enumerate(nb.cells)
-        if cell.cell_type == "code" and (cell.get("outputs") or cell.get("execution_count") is not None)
+        if cell.cell_type == "code"
+        and (cell.get("outputs") or cell.get("execution_count") is not None)
     ]
     assert not dirty, (
         f"{_id(path)}: code cells {dirty} have outputs or execution counts; clear them with "
@@ -90,7 +93,9 @@ def test_chapter_ends_with_summary_and_exercise(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     last = nb.cells[-1]
     assert last.cell_type == "markdown", f"{_id(path)} should end with a markdown summary cell"
-    assert re.search(r"^##\s+Summary", last.source, re.MULTILINE), f"{_id(path)}: last cell has no '## Summary'"
+    assert re.search(r"^##\s+Summary", last.source, re.MULTILINE), (
+        f"{_id(path)}: last cell has no '## Summary'"
+    )
     pointers = re.findall(r"exercises/([A-Za-z0-9_]+)/", last.source)
     assert pointers, f"{_id(path)}: the summary should point to an exercise (exercises/<name>/)"
     for name in pointers:
@@ -104,6 +109,10 @@ def test_chapter_uses_the_demos_package_and_no_display_magics(path: Path) -> Non
     """Chapters import their code from demos (written once) and run headless (CI, nbval)."""
     nb = nbformat.read(path, as_version=4)
     code = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "code")
-    assert re.search(r"^\s*(import demos|from demos)", code, re.MULTILINE), f"{_id(path)} never imports demos"
+    assert re.search(r"^\s*(import demos|from demos)", code, re.MULTILINE), (
+        f"{_id(path)} never imports demos"
+    )
     magics = re.findall(r"^\s*%matplotlib\s+(\w+)", code, re.MULTILINE)
-    assert all(m == "inline" for m in magics), f"{_id(path)} uses a display backend: %matplotlib {magics}"
+    assert all(m == "inline" for m in magics), (
+        f"{_id(path)} uses a display backend: %matplotlib {magics}"
+    )

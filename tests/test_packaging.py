@@ -37,7 +37,9 @@ def _conda_requirements() -> dict[str, str]:
 
 
 def test_environment_yml_matches_pyproject():
-    pip_side = {CONDA_NAME.get(name, name): spec for name, spec in _pyproject_requirements().items()}
+    pip_side = {
+        CONDA_NAME.get(name, name): spec for name, spec in _pyproject_requirements().items()
+    }
     conda_side = _conda_requirements()
     assert pip_side == conda_side, (
         "environment.yml and pyproject.toml list different packages or versions:\n"
@@ -54,4 +56,6 @@ def test_constraints_pin_every_direct_dependency():
             name, version = line.split("==")
             pinned[name.lower().replace("_", "-")] = version
     missing = [n for n in _pyproject_requirements() if n.replace("_", "-") not in pinned]
-    assert not missing, f"requirements/constraints.txt lacks pins for {missing}; re-run the compile command in README"
+    assert not missing, (
+        f"requirements/constraints.txt lacks pins for {missing}; re-run the compile command in README"
+    )

@@ -29,14 +29,17 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize("method", ["global_atomic", "shared"])
 def test_histogram_matches_bincount(method: str, rng: np.random.Generator) -> None:
     values = rng.integers(0, 16, 700).astype(np.int32)
-    np.testing.assert_array_equal(kernels.histogram(values, 16, method, max_blocks=3),
-                                  np.bincount(values, minlength=16))
+    np.testing.assert_array_equal(
+        kernels.histogram(values, 16, method, max_blocks=3), np.bincount(values, minlength=16)
+    )
 
 
 @pytest.mark.parametrize("method", kernels.SUM_METHODS)
 def test_sum_matches_numpy(method: str, rng: np.random.Generator) -> None:
     x = rng.random(1500).astype(np.float32)
-    assert kernels.reduce_sum(x, method, max_blocks=3) == pytest.approx(float(x.sum(dtype=np.float64)), rel=1e-5)
+    assert kernels.reduce_sum(x, method, max_blocks=3) == pytest.approx(
+        float(x.sum(dtype=np.float64)), rel=1e-5
+    )
 
 
 def test_bad_input_gets_one_clear_sentence() -> None:
@@ -52,8 +55,12 @@ def test_bad_input_gets_one_clear_sentence() -> None:
 
 def test_counting_tells_the_histograms_apart(rng: np.random.Generator) -> None:
     values = rng.integers(0, 8, 300).astype(np.int32)
-    atomic = checks.histogram_report(kernels.histogram_global_atomic, values, 8, blocks=2, threads=32)
-    shared = checks.histogram_report(kernels.histogram_shared_kernel(8), values, 8, blocks=2, threads=32)
+    atomic = checks.histogram_report(
+        kernels.histogram_global_atomic, values, 8, blocks=2, threads=32
+    )
+    shared = checks.histogram_report(
+        kernels.histogram_shared_kernel(8), values, 8, blocks=2, threads=32
+    )
     for report in (atomic, shared):
         np.testing.assert_array_equal(report["counts"], np.bincount(values, minlength=8))
         assert report["fewest_reads_of_a_value"] == report["most_reads_of_a_value"] == 1
@@ -71,8 +78,12 @@ def test_counting_sees_plain_writes_of_the_racy_kernel(rng: np.random.Generator)
 
 def test_counting_tells_the_sums_apart(rng: np.random.Generator) -> None:
     x = rng.random(900).astype(np.float32)
-    tree = checks.block_sum_report(kernels.tree_sum_kernel("float32"), x, blocks=2, threads=kernels.BLOCK)
-    warp = checks.block_sum_report(kernels.warp_sum_kernel("float32"), x, blocks=2, threads=kernels.BLOCK)
+    tree = checks.block_sum_report(
+        kernels.tree_sum_kernel("float32"), x, blocks=2, threads=kernels.BLOCK
+    )
+    warp = checks.block_sum_report(
+        kernels.warp_sum_kernel("float32"), x, blocks=2, threads=kernels.BLOCK
+    )
     expected = checks.expected_block_sums(x, 2, kernels.BLOCK)
     for report in (tree, warp):
         np.testing.assert_allclose(report["partial"], expected, rtol=1e-5)
@@ -88,7 +99,9 @@ def test_a_value_read_twice_is_seen(rng: np.random.Generator) -> None:
         if i < values.shape[0]:
             cuda.atomic.add(partial, 0, values[i] + values[i] * 0)
 
-    report = checks.block_sum_report(reads_twice, rng.random(40).astype(np.float32), blocks=1, threads=64)
+    report = checks.block_sum_report(
+        reads_twice, rng.random(40).astype(np.float32), blocks=1, threads=64
+    )
     assert report["most_reads_of_a_value"] == 2 and report["atomics"] == 40
 
 
@@ -110,8 +123,11 @@ def test_course_kernels_and_wrappers_are_recognised() -> None:
     assert not grading.uses_course_code(lambda v: sum(v))
 
 
-CHECKS = {"histogram_atomic": "check_atomic_histogram", "histogram_shared": "check_shared_histogram",
-          "warp_sum": "check_warp_sum"}
+CHECKS = {
+    "histogram_atomic": "check_atomic_histogram",
+    "histogram_shared": "check_shared_histogram",
+    "warp_sum": "check_warp_sum",
+}
 
 
 def chapter_exercises(chapter: str) -> dict[str, tuple[str, str]]:
@@ -135,8 +151,16 @@ def test_chapter_checks_fail_the_stubs_and_pass_the_answers() -> None:
 
     exercises = chapter_exercises("04b-kernel-patterns.ipynb")
     assert set(exercises) == set(CHECKS)
-    namespace = {"cuda": cuda, "np": np, "lesson": lesson, "N_BINS": lesson.N_BINS, "BLOCK": 64, "WARPS": 2,
-                 "float32": numba.float32, "int32": numba.int32}
+    namespace = {
+        "cuda": cuda,
+        "np": np,
+        "lesson": lesson,
+        "N_BINS": lesson.N_BINS,
+        "BLOCK": 64,
+        "WARPS": 2,
+        "float32": numba.float32,
+        "int32": numba.int32,
+    }
     for name, (stub, answer) in exercises.items():
         check = getattr(lesson, CHECKS[name])
         extra = {"threads": 64} if name == "warp_sum" else {}
@@ -186,13 +210,25 @@ def test_counts_are_the_same_for_compiled_kernels(tmp_path: Path) -> None:
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
     if hardware.has_gpu():
         pytest.skip("compares with the simulator on a machine without a GPU")
-    proc = subprocess.run([sys.executable, "-c", _COUNT_WITH_COMPILED_KERNELS], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", _COUNT_WITH_COMPILED_KERNELS],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     compiled = json.loads(proc.stdout.strip().splitlines()[-1])
     values = np.random.default_rng(5).integers(0, 16, 300).astype(np.int32)
     hist = checks.histogram_report(kernels.histogram_shared_kernel(16), values, 16, 2, 64)
-    sums = checks.block_sum_report(kernels.warp_sum_kernel("float32"), np.ones(500, np.float32), 2, 256)
+    sums = checks.block_sum_report(
+        kernels.warp_sum_kernel("float32"), np.ones(500, np.float32), 2, 256
+    )
     assert compiled["counts"] == hist["counts"].tolist()
     assert compiled["hist"] == {k: v for k, v in hist.items() if k != "counts"}
-    assert compiled["sums"] == sums["partial"].tolist() and compiled["barriers"] == sums["barriers_per_thread"]
+    assert (
+        compiled["sums"] == sums["partial"].tolist()
+        and compiled["barriers"] == sums["barriers_per_thread"]
+    )

@@ -24,10 +24,20 @@ from demos.profiling.sync_counter import SyncCountingModule, counting_module
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("read_back", [
-    lambda a: float(a.sum()), lambda a: a.sum().item(), lambda a: int(a[0]), lambda a: bool(a[0] > 0),
-    lambda a: print(a), lambda a: f"{a.sum():.2f}", lambda a: np.asarray(a), lambda a: a.tolist(),
-], ids=["float", "item", "int", "bool", "print", "format", "np.asarray", "tolist"])
+@pytest.mark.parametrize(
+    "read_back",
+    [
+        lambda a: float(a.sum()),
+        lambda a: a.sum().item(),
+        lambda a: int(a[0]),
+        lambda a: bool(a[0] > 0),
+        lambda a: print(a),
+        lambda a: f"{a.sum():.2f}",
+        lambda a: np.asarray(a),
+        lambda a: a.tolist(),
+    ],
+    ids=["float", "item", "int", "bool", "print", "format", "np.asarray", "tolist"],
+)
 def test_every_way_to_the_host_is_counted(read_back) -> None:
     xp = SyncCountingModule()
     a = xp.asarray(np.arange(1.0, 5.0))
@@ -69,7 +79,12 @@ def test_timeline_arithmetic() -> None:
     ivs = _iv([(4, 6), (0, 1), (0.5, 2)])
     assert timeline.busy_time(ivs) == pytest.approx(4.0)
     assert timeline.idle_gaps(ivs) == [(2.0, 4.0)]
-    assert timeline.summary(ivs) == {"span_ms": 6.0, "busy_ms": 4.0, "idle_ms": 2.0, "largest_gap_ms": 2.0}
+    assert timeline.summary(ivs) == {
+        "span_ms": 6.0,
+        "busy_ms": 4.0,
+        "idle_ms": 2.0,
+        "largest_gap_ms": 2.0,
+    }
     assert timeline.overlap_time(_iv([(0, 2), (3, 5)]), _iv([(1, 4)])) == pytest.approx(2.0)
     assert timeline.overlap_time(_iv([(0, 1)]), _iv([(1, 2)])) == 0.0
     assert timeline.summary([])["span_ms"] == 0.0
@@ -80,18 +95,22 @@ def test_event_timeline_on_the_host_clock_says_so() -> None:
     with recorder.step("work"):
         sum(range(1000))
     (record,) = recorder.records()
-    assert record["clock"] == "host" and record["lane"] == "host" and record["end_ms"] >= record["start_ms"]
+    assert (
+        record["clock"] == "host"
+        and record["lane"] == "host"
+        and record["end_ms"] >= record["start_ms"]
+    )
     fig = timeline.plot(timeline.from_records(recorder.records()), "test")
     assert fig.axes[0].get_xlabel() == "time (ms)"
 
 
-NCU_CSV = '''==PROF== Connected to process 1
+NCU_CSV = """==PROF== Connected to process 1
 "ID","Kernel Name","gpu__time_duration.sum","dram__throughput.avg.pct_of_peak_sustained_elapsed","sm__warps_active.avg.pct_of_peak_sustained_active"
 "","","nsecond","%","%"
 "0","_ZN6cudapy5demos8distance10numba_cuda12naive_kernelB2v1","1,234,000","1.5","3.1"
 "1","_ZN6cudapy5demos8distance10numba_cuda16coalesced_kernelB2v2","250,000","80.2","90.0"
 "2","some_other_kernel","1","1","1"
-'''
+"""
 
 
 def test_ncu_table_is_read_from_the_csv_export(tmp_path: Path) -> None:
@@ -113,19 +132,33 @@ def test_benchmarks_refuse_clearly_without_a_gpu(tmp_path: Path) -> None:
     if hardware.cupy_available():
         pytest.skip("this machine has a GPU")
     for command in ("profiling", "patterns"):
-        proc = subprocess.run([sys.executable, "-m", "demos", "bench", command, "--output", str(tmp_path)],
-                              check=False, capture_output=True, text=True, timeout=120, cwd=ROOT)
-        assert proc.returncode == 1 and "needs a GPU with CuPy" in proc.stdout, proc.stdout + proc.stderr
+        proc = subprocess.run(
+            [sys.executable, "-m", "demos", "bench", command, "--output", str(tmp_path)],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
+        assert proc.returncode == 1 and "needs a GPU with CuPy" in proc.stdout, (
+            proc.stdout + proc.stderr
+        )
         assert "Traceback" not in proc.stderr
 
 
 def test_missing_reference_is_announced(capsys: pytest.CaptureFixture[str]) -> None:
     assert lesson.reference("no_such_reference") is None
-    assert "No reference result demos/results/no_such_reference.json is shipped" in capsys.readouterr().out
+    assert (
+        "No reference result demos/results/no_such_reference.json is shipped"
+        in capsys.readouterr().out
+    )
 
 
-CHECKS = {"sync_free_total": lesson.check_sync_free, "busy_fraction": lesson.check_busy_fraction,
-          "pipelined_time": lesson.check_pipelined_time}
+CHECKS = {
+    "sync_free_total": lesson.check_sync_free,
+    "busy_fraction": lesson.check_busy_fraction,
+    "pipelined_time": lesson.check_pipelined_time,
+}
 
 
 def test_chapter_checks_fail_the_stubs_and_pass_the_answers() -> None:
@@ -148,4 +181,10 @@ def test_profiling_bench_runs_quick_on_a_gpu() -> None:
     assert results["overlap"]["correct"]
     assert results["timing"]["cuda_events_ms"] > 0
     names = [r["name"] for r in results["pipeline"]["timeline"]]
-    assert names == ["upload", "row norms (einsum)", "inner products (matmul)", "combine", "download"]
+    assert names == [
+        "upload",
+        "row norms (einsum)",
+        "inner products (matmul)",
+        "combine",
+        "download",
+    ]

@@ -13,7 +13,9 @@ from demos import simt
 
 @pytest.mark.simulator
 @pytest.mark.parametrize("n, threads_per_block", [(1, 32), (37, 8), (100, 32), (64, 64)])
-def test_kernel_matches_loop_and_numpy(rng: np.random.Generator, n: int, threads_per_block: int) -> None:
+def test_kernel_matches_loop_and_numpy(
+    rng: np.random.Generator, n: int, threads_per_block: int
+) -> None:
     source = rng.random(n)
     start = rng.random(n)
     by_loop, by_kernel = start.copy(), start.copy()

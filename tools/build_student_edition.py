@@ -60,7 +60,12 @@ EXCLUDED_NAMES = {
 }
 # Tests that need the instructor's material (solutions, nbgrader's course folder,
 # the edition builder) or a test cluster (Slurm, sshd): developers run them, students don't.
-INSTRUCTOR_TESTS = {"test_edition.py", "test_browser.py", "test_launch.py", "test_notebooks_format.py"}
+INSTRUCTOR_TESTS = {
+    "test_edition.py",
+    "test_browser.py",
+    "test_launch.py",
+    "test_notebooks_format.py",
+}
 INSTRUCTOR_TEST_PATTERN = re.compile(r"solutions/|\"solutions\"|nbgrader_config|test_nbgrader")
 # Text that must never reach students.
 FORBIDDEN = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
@@ -116,7 +121,9 @@ def _prepare(dest: Path) -> None:
     if dest.exists() and not dest.is_dir():
         raise EditionError(f"{dest} exists and is not a folder")
     if dest.resolve() == ROOT or ROOT in dest.resolve().parents:
-        raise EditionError(f"{dest} is inside the instructor repository; choose a folder outside it")
+        raise EditionError(
+            f"{dest} is inside the instructor repository; choose a folder outside it"
+        )
     if dest.is_dir():
         entries = [p for p in dest.iterdir() if p.name != ".git"]
         if entries and not (dest / MARKER).exists():
@@ -176,7 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     except EditionError as error:
         print(f"student edition: {error}", file=sys.stderr)
         return 1
-    print(f"student edition built in {dest}: publish it (e.g. git init there, push to a public repo)")
+    print(
+        f"student edition built in {dest}: publish it (e.g. git init there, push to a public repo)"
+    )
     return 0
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 from numba import cuda
+
 from demos.numba_advice import advice_classes
 
 GUARD = 32  # elements of guard band on every side of a kernel's output
@@ -32,7 +33,9 @@ def run_check(name: str, body: Callable[[], str]) -> bool:
     try:
         summary = body()
     except NotImplementedError:
-        print(f"✗ {name}: not written yet. Replace `raise NotImplementedError` (or `pass`) with your code.")
+        print(
+            f"✗ {name}: not written yet. Replace `raise NotImplementedError` (or `pass`) with your code."
+        )
         return False
     except CheckFailed as problem:
         print(f"✗ {name}: {problem}")
@@ -67,14 +70,17 @@ def launch(kernel: Any, grid: Any, block: Any, *args: Any, what: str) -> None:
             "Does every thread check its index against the array's shape before using it?"
         ) from None
     except Exception as exc:  # noqa: BLE001 - compile and launch errors of student kernels vary
-        raise CheckFailed(f"{what}: the launch failed with {type(exc).__name__}: {_first_line(exc)}") from None
+        raise CheckFailed(
+            f"{what}: the launch failed with {type(exc).__name__}: {_first_line(exc)}"
+        ) from None
 
 
 class GuardedOutput:
     """A device output of *shape* inside a larger buffer filled with a sentinel."""
 
-    def __init__(self, shape: tuple[int, ...], dtype: Any = np.float64,
-                 initial: np.ndarray | None = None) -> None:
+    def __init__(
+        self, shape: tuple[int, ...], dtype: Any = np.float64, initial: np.ndarray | None = None
+    ) -> None:
         self.shape = shape
         self.inner = tuple(slice(GUARD, GUARD + s) for s in shape)
         host = np.full(tuple(s + 2 * GUARD for s in shape), SENTINEL, dtype=dtype)
@@ -98,7 +104,9 @@ class GuardedOutput:
         return whole[self.inner]
 
 
-def compare(got: Any, expected: np.ndarray, what: str, rtol: float = 1e-6, atol: float = 1e-9) -> None:
+def compare(
+    got: Any, expected: np.ndarray, what: str, rtol: float = 1e-6, atol: float = 1e-9
+) -> None:
     """Raise CheckFailed naming the first wrong entry, a wrong shape or a wrong dtype."""
     got = np.asarray(got)
     if got.shape != expected.shape:
@@ -108,19 +116,25 @@ def compare(got: Any, expected: np.ndarray, what: str, rtol: float = 1e-6, atol:
         raise CheckFailed(f"{what}: the kernel wrote nothing at all.")
     if len(unwritten):
         where = tuple(int(v) for v in unwritten[0])
-        raise CheckFailed(f"{what}: no thread wrote entry {where} ({len(unwritten)} of {got.size} "
-                          "entries unwritten). Does the launch's grid reach every entry with your indexing?")
+        raise CheckFailed(
+            f"{what}: no thread wrote entry {where} ({len(unwritten)} of {got.size} "
+            "entries unwritten). Does the launch's grid reach every entry with your indexing?"
+        )
     wrong = np.argwhere(~np.isclose(got, expected, rtol=rtol, atol=atol))
     if wrong.size:
         where = tuple(int(v) for v in wrong[0])
-        raise CheckFailed(f"{what}: entry {where} is {got[where]!r}, expected {expected[where]!r} "
-                          f"({len(wrong)} of {got.size} entries wrong).")
+        raise CheckFailed(
+            f"{what}: entry {where} is {got[where]!r}, expected {expected[where]!r} "
+            f"({len(wrong)} of {got.size} entries wrong)."
+        )
 
 
 def expect_dtype(got: Any, dtype: Any, what: str) -> None:
     if got.dtype != np.dtype(dtype):
-        raise CheckFailed(f"{what}: the result has dtype {got.dtype}, expected {np.dtype(dtype)} "
-                          "(keep the input's dtype; don't mix in float64 constants or arrays).")
+        raise CheckFailed(
+            f"{what}: the result has dtype {got.dtype}, expected {np.dtype(dtype)} "
+            "(keep the input's dtype; don't mix in float64 constants or arrays)."
+        )
 
 
 def blocks(n: int, per_block: int) -> int:

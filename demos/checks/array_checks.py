@@ -34,8 +34,10 @@ def _direct(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def _same_module(got: Any, xp: Any, what: str) -> None:
     if xp is not np and not isinstance(got, xp.ndarray):
-        raise CheckFailed(f"{what}: given CuPy arrays you returned {type(got).__name__}; "
-                          "stay on the GPU: pick the module with get_array_module.")
+        raise CheckFailed(
+            f"{what}: given CuPy arrays you returned {type(got).__name__}; "
+            "stay on the GPU: pick the module with get_array_module."
+        )
     if xp is np and type(got).__module__.startswith("cupy"):
         raise CheckFailed(f"{what}: given NumPy arrays you returned a CuPy array.")
 
@@ -79,17 +81,23 @@ def nearest_neighbour(student: Callable[[Any], Any]) -> str:
             what = f"{xp.__name__}, {n} points"
             got = student(xp.asarray(x))
             if not isinstance(got, np.ndarray):
-                raise CheckFailed(f"{what}: return a NumPy array on the host (copy back only the "
-                                  f"n indices), not {type(got).__name__}.")
+                raise CheckFailed(
+                    f"{what}: return a NumPy array on the host (copy back only the "
+                    f"n indices), not {type(got).__name__}."
+                )
             if got.shape != (n,):
                 raise CheckFailed(f"{what}: expected {n} indices, got shape {got.shape}.")
             if np.array_equal(got, np.arange(n)):
-                raise CheckFailed(f"{what}: every point is its own nearest neighbour. "
-                                  "Leave out the diagonal (set it to infinity first).")
+                raise CheckFailed(
+                    f"{what}: every point is its own nearest neighbour. "
+                    "Leave out the diagonal (set it to infinity first)."
+                )
             bad = np.flatnonzero(got != want)
             if bad.size:
                 i = int(bad[0])
-                raise CheckFailed(f"{what}: for point {i} you return {int(got[i])}, expected {int(want[i])}.")
+                raise CheckFailed(
+                    f"{what}: for point {i} you return {int(got[i])}, expected {int(want[i])}."
+                )
     return "right indices, self excluded, returned as a small host array."
 
 
@@ -100,6 +108,8 @@ def distance_matrix_chunked(student: Callable[[Any, int], Any]) -> str:
         what = f"{n} points in bands of {rows} rows"
         got = student(x, rows)
         if not isinstance(got, np.ndarray):
-            raise CheckFailed(f"{what}: return the whole matrix as a NumPy array, not {type(got).__name__}.")
+            raise CheckFailed(
+                f"{what}: return the whole matrix as a NumPy array, not {type(got).__name__}."
+            )
         compare(got, _direct(x, x), what, rtol=1e-6, atol=1e-9)
     return "the banded computation gives the full matrix, also when the last band is short."

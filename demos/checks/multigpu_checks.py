@@ -21,18 +21,26 @@ def split_ranges(student: Callable[[int, int], Any]) -> str:
         got = [(r.start, r.stop) if isinstance(r, slice) else tuple(r) for r in student(n, parts)]
         what = f"split_ranges({n}, {parts})"
         if len(got) != parts:
-            raise CheckFailed(f"{what} gives {len(got)} pieces, expected {parts} (one per device, "
-                              "empty ones allowed).")
+            raise CheckFailed(
+                f"{what} gives {len(got)} pieces, expected {parts} (one per device, "
+                "empty ones allowed)."
+            )
         if got[0][0] != 0 or got[-1][1] != n:
-            raise CheckFailed(f"{what} starts at {got[0][0]} and ends at {got[-1][1]}, expected 0 and {n}.")
+            raise CheckFailed(
+                f"{what} starts at {got[0][0]} and ends at {got[-1][1]}, expected 0 and {n}."
+            )
         for (_, stop), (start, _) in itertools.pairwise(got):
             if stop != start:
-                raise CheckFailed(f"{what}: a piece ends at {stop} but the next starts at {start} "
-                                  "(elements lost or counted twice at the seam).")
+                raise CheckFailed(
+                    f"{what}: a piece ends at {stop} but the next starts at {start} "
+                    "(elements lost or counted twice at the seam)."
+                )
         sizes = [stop - start for start, stop in got]
         if max(sizes) - min(sizes) > 1:
-            raise CheckFailed(f"{what}: piece sizes {sizes[:8]} differ by more than one; "
-                              "the slowest device decides the time.")
+            raise CheckFailed(
+                f"{what}: piece sizes {sizes[:8]} differ by more than one; "
+                "the slowest device decides the time."
+            )
     return "pieces are contiguous, cover everything once and differ in size by at most one."
 
 
@@ -54,7 +62,11 @@ def split_sum(student: Callable[[np.ndarray, int], Any]) -> str:
         got = student(values, parts)
         want = values.sum()
         if not np.isscalar(got) and np.ndim(got) != 0:
-            raise CheckFailed(f"{n} values in {parts} pieces: return one number, not {np.shape(got)}.")
+            raise CheckFailed(
+                f"{n} values in {parts} pieces: return one number, not {np.shape(got)}."
+            )
         if not np.isclose(float(got), want, rtol=1e-9):
-            raise CheckFailed(f"{n} values in {parts} pieces: you return {float(got)!r}, expected {want!r}.")
+            raise CheckFailed(
+                f"{n} values in {parts} pieces: you return {float(got)!r}, expected {want!r}."
+            )
     return "the partial sums of the pieces add up to the total."

@@ -16,8 +16,10 @@ def blocks_for(student: Callable[[int, int], int]) -> str:
         got = student(n, per_block)
         want = -(-n // per_block)
         if got != want:
-            raise CheckFailed(f"blocks_for({n}, {per_block}) returned {got!r}, expected {want}: "
-                              "round *up*, so that the last, partly filled block is launched too.")
+            raise CheckFailed(
+                f"blocks_for({n}, {per_block}) returned {got!r}, expected {want}: "
+                "round *up*, so that the last, partly filled block is launched too."
+            )
     return f"right for {len(cases)} cases, including sizes that are not multiples of the block."
 
 
@@ -30,7 +32,9 @@ def add_to_kernel(kernel: Any) -> str:
         target = GuardedOutput((n,), initial=start)
         launch(kernel, blocks(n, 32), 32, source, target.view, what=f"n = {n}")
         compare(target.fetch(f"n = {n}"), start + source, f"n = {n}")
-    return f"correct for n = {', '.join(map(str, sizes))} with blocks of 32 (no writes past the end)."
+    return (
+        f"correct for n = {', '.join(map(str, sizes))} with blocks of 32 (no writes past the end)."
+    )
 
 
 def add_matrices_kernel(kernel: Any) -> str:
@@ -50,15 +54,26 @@ def add_matrices_kernel(kernel: Any) -> str:
 def warp_cost(student: Callable[[list, dict], int]) -> str:
     lanes = range(32)
     cases = [
-        ([("even" if lane % 2 == 0 else "odd") for lane in lanes], {"even": 200, "odd": 200}, 400,
-         "two different branches of equal length both run"),
+        (
+            [("even" if lane % 2 == 0 else "odd") for lane in lanes],
+            {"even": 200, "odd": 200},
+            400,
+            "two different branches of equal length both run",
+        ),
         (["a"] * 32, {"a": 30, "b": 10}, 30, "a uniform warp runs only its own branch"),
         ([("a" if lane < 16 else "b") for lane in lanes], {"a": 10, "b": 30}, 40, "half and half"),
-        ([("a", "b", "c")[lane % 3] for lane in lanes], {"a": 5, "b": 5, "c": 7}, 17, "three branches"),
+        (
+            [("a", "b", "c")[lane % 3] for lane in lanes],
+            {"a": 5, "b": 5, "c": 7},
+            17,
+            "three branches",
+        ),
     ]
     for lane_branch, steps, want, why in cases:
         got = student(list(lane_branch), dict(steps))
         if got != want:
-            raise CheckFailed(f"for branches {sorted(set(lane_branch))} with steps {steps} you return "
-                              f"{got!r}, expected {want} ({why}).")
+            raise CheckFailed(
+                f"for branches {sorted(set(lane_branch))} with steps {steps} you return "
+                f"{got!r}, expected {want} ({why})."
+            )
     return "your model counts every distinct branch a warp takes, even two of equal length."

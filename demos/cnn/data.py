@@ -23,7 +23,18 @@ from pathlib import Path
 import numpy as np
 
 CIFAR10_ENV = "CIFAR10_PATH"
-CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
+CIFAR10_CLASSES = (
+    "airplane",
+    "automobile",
+    "bird",
+    "cat",
+    "deer",
+    "dog",
+    "frog",
+    "horse",
+    "ship",
+    "truck",
+)
 
 
 class DatasetUnavailableError(RuntimeError):
@@ -42,13 +53,15 @@ class Dataset:
 
 
 def _scale(images: np.ndarray) -> np.ndarray:
-    return (images.astype(np.float32) / 255.0)
+    return images.astype(np.float32) / 255.0
 
 
 def _read_pickle_batches(batches: dict[str, bytes]) -> Dataset:
     def decode(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
         entry = pickle.loads(raw, encoding="bytes")
-        images = np.asarray(entry[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+        images = (
+            np.asarray(entry[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+        )
         return images, np.asarray(entry[b"labels"], dtype=np.int32)
 
     train = [decode(batches[f"data_batch_{i}"]) for i in range(1, 6)]
@@ -66,14 +79,18 @@ def load_cifar10_archive(path: str | os.PathLike) -> Dataset:
         folder = path / "cifar-10-batches-py" if (path / "cifar-10-batches-py").is_dir() else path
         missing = [n for n in names if not (folder / n).is_file()]
         if missing:
-            raise DatasetUnavailableError(f"{folder} is not a CIFAR-10 python folder: missing {', '.join(missing)}")
+            raise DatasetUnavailableError(
+                f"{folder} is not a CIFAR-10 python folder: missing {', '.join(missing)}"
+            )
         return _read_pickle_batches({n: (folder / n).read_bytes() for n in names})
     if path.is_file():
         with tarfile.open(path, "r:*") as archive:
             members = {Path(m.name).name: m for m in archive.getmembers() if m.isfile()}
             missing = [n for n in names if n not in members]
             if missing:
-                raise DatasetUnavailableError(f"{path} is not the CIFAR-10 python archive: missing {', '.join(missing)}")
+                raise DatasetUnavailableError(
+                    f"{path} is not the CIFAR-10 python archive: missing {', '.join(missing)}"
+                )
             return _read_pickle_batches({n: archive.extractfile(members[n]).read() for n in names})
     raise DatasetUnavailableError(f"no CIFAR-10 copy at {path}")
 
@@ -98,8 +115,13 @@ def load_cifar10(path: str | os.PathLike | None = None, download: bool = True) -
             import keras
 
             (x_train, y_train), (x_test, y_test) = keras.datasets.cifar10.load_data()
-            return Dataset("cifar10", _scale(x_train), y_train.ravel().astype(np.int32),
-                           _scale(x_test), y_test.ravel().astype(np.int32))
+            return Dataset(
+                "cifar10",
+                _scale(x_train),
+                y_train.ravel().astype(np.int32),
+                _scale(x_test),
+                y_test.ravel().astype(np.int32),
+            )
         except Exception as error:  # no internet shows up as many exception types
             reason = f"download failed ({type(error).__name__}: {error})"
     else:
@@ -129,12 +151,16 @@ def load_digits_32(test_fraction: float = 0.2, seed: int = 0) -> Dataset:
     return Dataset("digits", images[train], labels[train], images[test], labels[test])
 
 
-def synthetic_images(n: int, seed: int = 0, dtype: str = "float32") -> tuple[np.ndarray, np.ndarray]:
+def synthetic_images(
+    n: int, seed: int = 0, dtype: str = "float32"
+) -> tuple[np.ndarray, np.ndarray]:
     """Random images and labels of CIFAR-10's shape, for throughput only."""
     if n <= 0:
         raise ValueError(f"n must be positive, got {n}")
     rng = np.random.default_rng(seed)
-    return rng.random((n, 32, 32, 3), dtype=np.float32).astype(dtype), rng.integers(0, 10, n, dtype=np.int32)
+    return rng.random((n, 32, 32, 3), dtype=np.float32).astype(dtype), rng.integers(
+        0, 10, n, dtype=np.int32
+    )
 
 
 def load_dataset(source: str = "auto", path: str | os.PathLike | None = None) -> Dataset:

@@ -16,7 +16,9 @@ NUM_CLASSES = 10
 PARAMETER_COUNT = 122_570
 
 
-def build_model(input_shape: tuple[int, int, int] = INPUT_SHAPE, num_classes: int = NUM_CLASSES) -> keras.Model:
+def build_model(
+    input_shape: tuple[int, int, int] = INPUT_SHAPE, num_classes: int = NUM_CLASSES
+) -> keras.Model:
     """Conv32-Pool-Conv64-Pool-Conv64-Flatten-Dense64-Dense(num_classes)."""
     return keras.Sequential(
         [

@@ -50,22 +50,40 @@ def train(
     keras.utils.set_random_seed(seed)
     set_precision(precision)
     try:
-        model = compile_model(build_model(dataset.x_train.shape[1:]), learning_rate,
-                              steps_per_execution=steps_per_execution)
+        model = compile_model(
+            build_model(dataset.x_train.shape[1:]),
+            learning_rate,
+            steps_per_execution=steps_per_execution,
+        )
         train_data = batches(dataset.x_train, dataset.y_train, batch_size, shuffle=True, seed=seed)
         test_data = batches(dataset.x_test, dataset.y_test, batch_size, shuffle=False)
         if isinstance(train_data, tuple):  # numpy arrays on non-TF backends
-            history = model.fit(*train_data, batch_size=batch_size, epochs=epochs, shuffle=True,
-                                validation_data=test_data, verbose=verbose)
+            history = model.fit(
+                *train_data,
+                batch_size=batch_size,
+                epochs=epochs,
+                shuffle=True,
+                validation_data=test_data,
+                verbose=verbose,
+            )
             test_loss, test_accuracy = model.evaluate(*test_data, batch_size=batch_size, verbose=0)
         else:
-            history = model.fit(train_data, epochs=epochs, shuffle=False,  # tf.data already shuffles
-                                validation_data=test_data, verbose=verbose)
+            history = model.fit(
+                train_data,
+                epochs=epochs,
+                shuffle=False,  # tf.data already shuffles
+                validation_data=test_data,
+                verbose=verbose,
+            )
             test_loss, test_accuracy = model.evaluate(test_data, verbose=0)
     finally:
         set_precision("float32")  # don't leak a mixed policy into later models
-    return {"model": model, "history": history.history,
-            "test_loss": float(test_loss), "test_accuracy": float(test_accuracy)}
+    return {
+        "model": model,
+        "history": history.history,
+        "test_loss": float(test_loss),
+        "test_accuracy": float(test_accuracy),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,7 +92,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from demos.cnn.data import load_dataset
 
-    parser = argparse.ArgumentParser(prog="python -m demos.cnn.train", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m demos.cnn.train", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--source", default="auto", choices=("auto", "cifar10", "digits"))
     parser.add_argument("--cifar10-path", default=None, help="CIFAR-10 python archive or folder")
     parser.add_argument("--epochs", type=int, default=10)
@@ -83,9 +103,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps-per-execution", type=int, default=1)
     args = parser.parse_args(argv)
     dataset = load_dataset(args.source, args.cifar10_path)
-    print(f"training on {dataset.name}: {len(dataset.x_train)} train / {len(dataset.x_test)} test images")
-    result = train(dataset, epochs=args.epochs, batch_size=args.batch_size, precision=args.precision,
-                   steps_per_execution=args.steps_per_execution)
+    print(
+        f"training on {dataset.name}: {len(dataset.x_train)} train / {len(dataset.x_test)} test images"
+    )
+    result = train(
+        dataset,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        precision=args.precision,
+        steps_per_execution=args.steps_per_execution,
+    )
     print(f"test accuracy {result['test_accuracy']:.3f}, test loss {result['test_loss']:.3f}")
     return 0
 

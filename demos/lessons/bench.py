@@ -19,19 +19,33 @@ GPU_LESSONS = ("divergence", "coalescing", "copies")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT_DIR,
-                        help="folder for lessons.json (default: %(default)s)")
-    parser.add_argument("--only", choices=LESSONS, action="append",
-                        help="run only this lesson (repeatable); default: all")
-    parser.add_argument("--numpy-n", type=int, default=None,
-                        help="points for the NumPy baseline (default: 16384 with a GPU, 4096 without)")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=DEFAULT_OUTPUT_DIR,
+        help="folder for lessons.json (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--only",
+        choices=LESSONS,
+        action="append",
+        help="run only this lesson (repeatable); default: all",
+    )
+    parser.add_argument(
+        "--numpy-n",
+        type=int,
+        default=None,
+        help="points for the NumPy baseline (default: 16384 with a GPU, 4096 without)",
+    )
     parser.add_argument("--repeats", type=int, default=10, help="timed repeats per GPU measurement")
 
 
 def run_lessons(chosen: tuple[str, ...], numpy_n: int, repeats: int) -> dict[str, Any]:
     """Results per lesson; a GPU lesson on a machine without a usable GPU records why it was skipped."""
     gpu = hardware.has_gpu() and not hardware.simulator_enabled()
-    reason = hardware.no_gpu_reason() or "Numba runs in the CUDA simulator, which does not time anything"
+    reason = (
+        hardware.no_gpu_reason() or "Numba runs in the CUDA simulator, which does not time anything"
+    )
     results: dict[str, Any] = {}
     for lesson in chosen:
         if lesson in GPU_LESSONS and not gpu:
@@ -45,7 +59,9 @@ def run_lessons(chosen: tuple[str, ...], numpy_n: int, repeats: int) -> dict[str
         elif lesson == "coalescing":
             from demos.lessons import coalescing
 
-            results[lesson] = coalescing.run(n=4096, blocks=[(32, 8), (8, 8), (16, 16)], repeats=repeats)
+            results[lesson] = coalescing.run(
+                n=4096, blocks=[(32, 8), (8, 8), (16, 16)], repeats=repeats
+            )
         elif lesson == "copies":
             from demos.lessons import copies
 
@@ -61,7 +77,13 @@ def main(args: argparse.Namespace) -> int:
     chosen = tuple(args.only or LESSONS)
     numpy_n = args.numpy_n or (16384 if hardware.has_gpu() else 4096)
     results = run_lessons(chosen, numpy_n, args.repeats)
-    path = write_result(Path(args.output) / "lessons.json", "lessons", results,
-                        lessons=list(chosen), numpy_n=numpy_n, repeats=args.repeats)
+    path = write_result(
+        Path(args.output) / "lessons.json",
+        "lessons",
+        results,
+        lessons=list(chosen),
+        numpy_n=numpy_n,
+        repeats=args.repeats,
+    )
     print(f"wrote {path}")
     return 0

@@ -31,8 +31,11 @@ def warp_sectors(n: int, itemsize: int = 8, warp: int = 32) -> dict[str, int]:
     """Sectors one warp's store into an n x n row-major matrix touches, for either mapping."""
     rows_mapping = [(lane * n + 0) * itemsize for lane in range(warp)]  # lane -> row i
     columns_mapping = [(0 * n + lane) * itemsize for lane in range(warp)]  # lane -> column j
-    return {"rows_on_x": sectors_touched(rows_mapping), "columns_on_x": sectors_touched(columns_mapping),
-            "bytes_used": warp * itemsize}
+    return {
+        "rows_on_x": sectors_touched(rows_mapping),
+        "columns_on_x": sectors_touched(columns_mapping),
+        "bytes_used": warp * itemsize,
+    }
 
 
 def run(n: int, blocks: Sequence[tuple[int, int]], repeats: int = 10) -> dict[str, Any]:
@@ -50,7 +53,8 @@ def run(n: int, blocks: Sequence[tuple[int, int]], repeats: int = 10) -> dict[st
             kernel[grid, (bx, by)](d_points, d_points, out)
             np.testing.assert_allclose(out[:64].copy_to_host()[:, :64], want, rtol=1e-12)
             entry[name] = event_times(
-                lambda k=kernel, g=grid, b=(bx, by): k[g, b](d_points, d_points, out), repeats)
+                lambda k=kernel, g=grid, b=(bx, by): k[g, b](d_points, d_points, out), repeats
+            )
         entry["ratio"] = entry["rows_on_x"]["median_ms"] / entry["columns_on_x"]["median_ms"]
         result[f"{bx}x{by}"] = entry
     return result

@@ -50,20 +50,30 @@ def expected(n: int, iterations: int, by_warp: bool) -> np.ndarray:
     index = np.arange(n)
     first = (index // 32) % 2 == 0 if by_warp else index % 2 == 0
     for _ in range(iterations):
-        x = np.where(first, x * np.float32(0.999) + np.float32(0.5), x * np.float32(1.001) - np.float32(0.25))
+        x = np.where(
+            first, x * np.float32(0.999) + np.float32(0.5), x * np.float32(1.001) - np.float32(0.25)
+        )
     return x
 
 
 def run(n: int, iterations: int, threads_per_block: int = 256, repeats: int = 10) -> dict[str, Any]:
     """Time both kernels on *n* float32 values; check one launch of each against NumPy first."""
     blocks = -(-n // threads_per_block)
-    result: dict[str, Any] = {"n": n, "iterations": iterations, "threads_per_block": threads_per_block}
-    for name, kernel, by_warp in (("by_lane_parity", split_by_lane, False), ("by_warp", split_by_warp, True)):
+    result: dict[str, Any] = {
+        "n": n,
+        "iterations": iterations,
+        "threads_per_block": threads_per_block,
+    }
+    for name, kernel, by_warp in (
+        ("by_lane_parity", split_by_lane, False),
+        ("by_warp", split_by_warp, True),
+    ):
         small = cuda.to_device(np.ones(256, dtype=np.float32))
         kernel[1, 256](small, 20)
         np.testing.assert_allclose(small.copy_to_host(), expected(256, 20, by_warp), rtol=1e-4)
         data = cuda.to_device(np.ones(n, dtype=np.float32))
         result[name] = event_times(
-            lambda k=kernel, d=data: k[blocks, threads_per_block](d, iterations), repeats)
+            lambda k=kernel, d=data: k[blocks, threads_per_block](d, iterations), repeats
+        )
     result["ratio"] = result["by_lane_parity"]["median_ms"] / result["by_warp"]["median_ms"]
     return result

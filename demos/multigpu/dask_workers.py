@@ -36,7 +36,9 @@ def make_cluster(n_workers: int | None = None):
     from dask.distributed import LocalCluster
 
     n_workers = n_workers or 2
-    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    cluster = LocalCluster(
+        n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None
+    )
     return cluster, f"dask.distributed.LocalCluster with {n_workers} CPU workers (no dask-cuda/GPU)"
 
 

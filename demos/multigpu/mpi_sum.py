@@ -38,7 +38,9 @@ def node_local_rank(comm) -> tuple[int, int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000)
-    parser.add_argument("--cuda-aware", action="store_true", help="pass CuPy buffers to MPI directly")
+    parser.add_argument(
+        "--cuda-aware", action="store_true", help="pass CuPy buffers to MPI directly"
+    )
     args = parser.parse_args(argv)
     from mpi4py import MPI
 
@@ -66,11 +68,16 @@ def main(argv: list[str] | None = None) -> int:
             xp.cuda.get_current_stream().synchronize()  # MPI does not know CUDA streams
     comm.Allreduce(local, total, op=MPI.SUM)
     total = float(total[0])
-    print(f"rank {rank}/{size} (node-local {local_rank}) on {where}: elements {part.start}:{part.stop}", flush=True)
+    print(
+        f"rank {rank}/{size} (node-local {local_rank}) on {where}: elements {part.start}:{part.stop}",
+        flush=True,
+    )
     if rank == 0:
         expected = reference(args.n)
         ok = np.isclose(total, expected, rtol=1e-9)
-        print(f"MPI total {total:.6f} ({mode}); NumPy reference {expected:.6f}; {'OK' if ok else 'MISMATCH'}")
+        print(
+            f"MPI total {total:.6f} ({mode}); NumPy reference {expected:.6f}; {'OK' if ok else 'MISMATCH'}"
+        )
         return 0 if ok else 1
     return 0
 

@@ -49,35 +49,58 @@ def copy_bandwidth(cp: Any, nbytes: int) -> dict[str, float]:
 
 def _record(name: str, ms: float, nbytes: int, bound: float, **extra: Any) -> dict[str, Any]:
     rate = nbytes / (ms / 1e3)
-    return {"name": name, "ms": ms, "read_bytes_per_s": rate, "fraction_of_copy_bandwidth": rate / bound,
-            **extra}
+    return {
+        "name": name,
+        "ms": ms,
+        "read_bytes_per_s": rate,
+        "fraction_of_copy_bandwidth": rate / bound,
+        **extra,
+    }
 
 
 def histograms(cp: Any, n: int, bound: float, max_blocks: int) -> list[dict[str, Any]]:
     rng = cp.random.default_rng(0)
     inputs = {
         "uniform": rng.integers(0, N_BINS, n, dtype=cp.int32),
-        "skewed (90% in bin 0)": cp.where(rng.random(n) < 0.9, 0, rng.integers(0, N_BINS, n)).astype(cp.int32),
+        "skewed (90% in bin 0)": cp.where(
+            rng.random(n) < 0.9, 0, rng.integers(0, N_BINS, n)
+        ).astype(cp.int32),
     }
     blocks, threads = kernels.launch_config(n, max_blocks)
     out = []
     for label, values in inputs.items():
         expected = cp.bincount(values, minlength=N_BINS).get()
         bins = cp.zeros(N_BINS, cp.int32)
-        for method, kernel in (("racy", kernels.histogram_racy),
-                               ("global_atomic", kernels.histogram_global_atomic),
-                               ("shared", kernels.histogram_shared_kernel(N_BINS))):
+        for method, kernel in (
+            ("racy", kernels.histogram_racy),
+            ("global_atomic", kernels.histogram_global_atomic),
+            ("shared", kernels.histogram_shared_kernel(N_BINS)),
+        ):
+
             def launch(kernel=kernel, values=values, bins=bins) -> None:
                 bins.fill(0)
                 kernel[blocks, threads](values, bins)
 
             ms = event_ms(cp, launch)
             counts = bins.get()
-            out.append(_record(method, ms, values.nbytes, bound, input=label, n=n,
-                               correct=bool((counts == expected).all()),
-                               counted=int(counts.sum()), blocks=blocks, threads=threads))
+            out.append(
+                _record(
+                    method,
+                    ms,
+                    values.nbytes,
+                    bound,
+                    input=label,
+                    n=n,
+                    correct=bool((counts == expected).all()),
+                    counted=int(counts.sum()),
+                    blocks=blocks,
+                    threads=threads,
+                )
+            )
         ms = event_ms(cp, lambda values=values: cp.bincount(values, minlength=N_BINS))
-        out.append(_record("cupy.bincount", ms, values.nbytes, bound, input=label, n=n, correct=True))
+        out.append(
+            _record("cupy.bincount", ms, values.nbytes, bound, input=label, n=n, correct=True)
+        )
     return out
 
 
@@ -103,16 +126,35 @@ def reductions(cp: Any, n: int, bound: float, max_blocks: int) -> list[dict[str,
     blocks, threads = kernels.launch_config(n, max_blocks)
     partial = cp.zeros(blocks, cp.float32)
     out = []
-    for method, kernel in (("tree (shared memory)", kernels.tree_sum_kernel("float32")),
-                           ("warp shuffles", kernels.warp_sum_kernel("float32"))):
+    for method, kernel in (
+        ("tree (shared memory)", kernels.tree_sum_kernel("float32")),
+        ("warp shuffles", kernels.warp_sum_kernel("float32")),
+    ):
         ms = event_ms(cp, lambda kernel=kernel: kernel[blocks, threads](values, partial))
         got = float(partial.astype(cp.float64).sum())
-        out.append(_record(method, ms, values.nbytes, bound, n=n, blocks=blocks,
-                           correct=bool(abs(got - expected) <= 1e-4 * abs(expected))))
+        out.append(
+            _record(
+                method,
+                ms,
+                values.nbytes,
+                bound,
+                n=n,
+                blocks=blocks,
+                correct=bool(abs(got - expected) <= 1e-4 * abs(expected)),
+            )
+        )
     ms = event_ms(cp, lambda: values.sum())
     got = float(values.sum())
-    out.append(_record("cupy.sum", ms, values.nbytes, bound, n=n,
-                       correct=bool(abs(got - expected) <= 1e-4 * abs(expected))))
+    out.append(
+        _record(
+            "cupy.sum",
+            ms,
+            values.nbytes,
+            bound,
+            n=n,
+            correct=bool(abs(got - expected) <= 1e-4 * abs(expected)),
+        )
+    )
     cccl = _cccl_reduce(cp, values)
     if isinstance(cccl, str):
         out.append({"name": "cuda.compute reduce_into", "skipped": cccl})
@@ -120,8 +162,16 @@ def reductions(cp: Any, n: int, bound: float, max_blocks: int) -> list[dict[str,
         call, result = cccl
         ms = event_ms(cp, call)
         got = float(result.get()[0])
-        out.append(_record("cuda.compute reduce_into", ms, values.nbytes, bound, n=n,
-                           correct=bool(abs(got - expected) <= 1e-4 * abs(expected))))
+        out.append(
+            _record(
+                "cuda.compute reduce_into",
+                ms,
+                values.nbytes,
+                bound,
+                n=n,
+                correct=bool(abs(got - expected) <= 1e-4 * abs(expected)),
+            )
+        )
     return out
 
 
@@ -141,9 +191,15 @@ def run(quick: bool = False) -> dict[str, Any]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--output", type=Path, default=record.DEFAULT_OUTPUT_DIR,
-                        help="folder for patterns.json (default: bench-results/)")
-    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test, not a reference")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=record.DEFAULT_OUTPUT_DIR,
+        help="folder for patterns.json (default: bench-results/)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="small sizes: a smoke test, not a reference"
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -151,6 +207,8 @@ def main(args: argparse.Namespace) -> int:
         print(f"The kernel-patterns benchmark needs a GPU with CuPy: {hardware.cupy_status()[1]}")
         return 1
     results = run(args.quick)
-    path = record.write_result(Path(args.output) / "patterns.json", "patterns", results, quick=args.quick)
+    path = record.write_result(
+        Path(args.output) / "patterns.json", "patterns", results, quick=args.quick
+    )
     print(f"wrote {path}")
     return 0

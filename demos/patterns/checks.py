@@ -23,8 +23,10 @@ def _course_code_objects() -> set[types.CodeType]:
     """Code objects of every kernel in :mod:`demos.patterns.kernels`, nested ones included."""
     found: set[types.CodeType] = set()
     stack = [getattr(obj, "__code__", None) for obj in vars(kernels).values()]
-    stack += [getattr(python_function(k), "__code__", None)
-              for k in (kernels.histogram_racy, kernels.histogram_global_atomic)]
+    stack += [
+        getattr(python_function(k), "__code__", None)
+        for k in (kernels.histogram_racy, kernels.histogram_global_atomic)
+    ]
     while stack:
         code = stack.pop()
         if isinstance(code, types.CodeType) and code not in found:
@@ -46,7 +48,9 @@ def _reads(log: AccessLog, name: str, n: int) -> tuple[int, int]:
     return min(counts), max(counts)
 
 
-def histogram_report(kernel: Any, values: np.ndarray, n_bins: int, blocks: int, threads: int) -> dict:
+def histogram_report(
+    kernel: Any, values: np.ndarray, n_bins: int, blocks: int, threads: int
+) -> dict:
     """Run a histogram kernel ``kernel[blocks, threads](values, bins)`` counted; what it did."""
     log = AccessLog()
     wrapped_values = log.wrap(np.ascontiguousarray(values), "values")

@@ -155,7 +155,9 @@ def warp_sum_kernel(dtype_name: str = "float32"):
 def launch_config(n: int, max_blocks: int, threads: int = BLOCK) -> tuple[int, int]:
     """(blocks, threads): enough blocks for *n* elements, at most *max_blocks* (grid-stride loops do the rest)."""
     if n < 0 or max_blocks < 1 or threads < 1:
-        raise ValueError(f"need n >= 0, max_blocks >= 1 and threads >= 1, got {n}, {max_blocks}, {threads}")
+        raise ValueError(
+            f"need n >= 0, max_blocks >= 1 and threads >= 1, got {n}, {max_blocks}, {threads}"
+        )
     return max(1, min(max_blocks, math.ceil(n / threads))), threads
 
 

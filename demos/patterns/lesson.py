@@ -24,7 +24,9 @@ def check_atomic_histogram(kernel: Any) -> None:
     """The kernel counts right and never writes the global bins with a plain store."""
     values = _values()
     report = checks.histogram_report(kernel, values, N_BINS, blocks=2, threads=32)
-    assert np.array_equal(report["counts"], np.bincount(values, minlength=N_BINS)), "the counts are wrong"
+    assert np.array_equal(report["counts"], np.bincount(values, minlength=N_BINS)), (
+        "the counts are wrong"
+    )
     assert report["plain_writes_to_bins"] == 0, (
         f"{report['plain_writes_to_bins']} plain writes to bins: use cuda.atomic.add(bins, value, 1)"
     )
@@ -35,11 +37,17 @@ def check_shared_histogram(kernel: Any) -> None:
     """Privatised: each value read once, at most one global atomic per bin and block."""
     values = _values()
     report = checks.histogram_report(kernel, values, N_BINS, blocks=2, threads=32)
-    assert np.array_equal(report["counts"], np.bincount(values, minlength=N_BINS)), "the counts are wrong"
-    assert report["shared_arrays"] > 0, "no cuda.shared.array: the block's histogram belongs in shared memory"
+    assert np.array_equal(report["counts"], np.bincount(values, minlength=N_BINS)), (
+        "the counts are wrong"
+    )
+    assert report["shared_arrays"] > 0, (
+        "no cuda.shared.array: the block's histogram belongs in shared memory"
+    )
     assert report["most_reads_of_a_value"] == 1, "a value is read from global memory more than once"
     worst = report["most_atomics_per_bin_and_block"]
-    assert worst <= 1, f"a block made {worst} global atomics on one bin; add each bin once, after a barrier"
+    assert worst <= 1, (
+        f"a block made {worst} global atomics on one bin; add each bin once, after a barrier"
+    )
     print(f"Right counts with {report['atomics_on_bins']} global atomics for {len(values)} values.")
 
 

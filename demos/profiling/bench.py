@@ -54,8 +54,10 @@ def timing_methods(cp: Any, n: int) -> dict[str, Any]:
     events = cp.cuda.get_elapsed_time(begin, end) / 1e3
     res = benchmark(distance_matrix_gpu, (x,), n_repeat=20, n_warmup=3)
     return {
-        "n": n, "dtype": "float32",
-        "wall_no_sync_ms": no_sync * 1e3, "wall_with_sync_ms": with_sync * 1e3,
+        "n": n,
+        "dtype": "float32",
+        "wall_no_sync_ms": no_sync * 1e3,
+        "wall_with_sync_ms": with_sync * 1e3,
         "cuda_events_ms": events * 1e3,
         "benchmark_cpu_median_ms": float(np.median(res.cpu_times)) * 1e3,
         "benchmark_gpu_median_ms": float(np.median(res.gpu_times[0])) * 1e3,
@@ -103,7 +105,12 @@ def _pipeline(cp: Any, n: int) -> dict[str, Any]:
         with timeline.step("download"):
             cp.asnumpy(d, out=result)
         records = timeline.records()
-    return {"n": n, "dtype": "float32", "timeline": records, "summary": summary(from_records(records))}
+    return {
+        "n": n,
+        "dtype": "float32",
+        "timeline": records,
+        "summary": summary(from_records(records)),
+    }
 
 
 def _overlap(cp: Any, n: int, block_rows: int) -> dict[str, Any]:
@@ -133,10 +140,14 @@ def _overlap(cp: Any, n: int, block_rows: int) -> dict[str, Any]:
                 rows = min(block_rows, n - row)
                 with streams[s]:
                     with timeline.step("compute", streams[s]):
-                        distance_matrix_lean(x[row:row + rows], x, out=blocks[s][:rows])
+                        distance_matrix_lean(x[row : row + rows], x, out=blocks[s][:rows])
                     with timeline.step("copy to host", streams[s]):
-                        cp.asnumpy(blocks[s][:rows], stream=streams[s], out=staging[s][:rows],
-                                   blocking=False)
+                        cp.asnumpy(
+                            blocks[s][:rows],
+                            stream=streams[s],
+                            out=staging[s][:rows],
+                            blocking=False,
+                        )
                 pending[s] = (row, row + rows)
             for s in range(n_streams):
                 if pending[s] is not None:
@@ -180,8 +191,11 @@ def _pool(cp: Any, nbytes: int) -> dict[str, Any]:
     reuse = float(np.median(record.wall_times(allocate, repeats=20)))
     pool.free_all_blocks()
     return {
-        "nbytes": nbytes, "fresh_allocation_ms": fresh * 1e3, "pool_allocation_ms": reuse * 1e3,
-        "used_bytes_while_alive": held_in_use, "pool_bytes_after_del": held_after_del,
+        "nbytes": nbytes,
+        "fresh_allocation_ms": fresh * 1e3,
+        "pool_allocation_ms": reuse * 1e3,
+        "used_bytes_while_alive": held_in_use,
+        "pool_bytes_after_del": held_after_del,
         "pool_bytes_after_free_all_blocks": pool.total_bytes(),
     }
 
@@ -200,9 +214,15 @@ def run(quick: bool = False) -> dict[str, Any]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--output", type=Path, default=record.DEFAULT_OUTPUT_DIR,
-                        help="folder for profiling.json (default: bench-results/)")
-    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test, not a reference")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=record.DEFAULT_OUTPUT_DIR,
+        help="folder for profiling.json (default: bench-results/)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="small sizes: a smoke test, not a reference"
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -210,6 +230,8 @@ def main(args: argparse.Namespace) -> int:
         print(f"The profiling benchmark needs a GPU with CuPy: {hardware.cupy_status()[1]}")
         return 1
     results = run(args.quick)
-    path = record.write_result(Path(args.output) / "profiling.json", "profiling", results, quick=args.quick)
+    path = record.write_result(
+        Path(args.output) / "profiling.json", "profiling", results, quick=args.quick
+    )
     print(f"wrote {path}")
     return 0

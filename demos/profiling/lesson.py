@@ -30,13 +30,17 @@ def reference(name: str) -> dict[str, Any] | None:
     path = REFERENCE_DIR / f"{name}.json"
     if not path.exists():
         how = REFERENCES.get(name, "the chapter's benchmark command")
-        print(f"No reference result demos/results/{name}.json is shipped with this copy of the course.\n"
-              f"On a GPU node, make it with: {how}")
+        print(
+            f"No reference result demos/results/{name}.json is shipped with this copy of the course.\n"
+            f"On a GPU node, make it with: {how}"
+        )
         return None
     data = json.loads(path.read_text(encoding="utf-8"))
     gpus = data.get("environment", {}).get("gpus") or [{"name": "no GPU recorded"}]
-    print(f"Reference: demos/results/{name}.json, measured on {gpus[0]['name']} "
-          f"({data.get('environment', {}).get('date', 'date not recorded')})")
+    print(
+        f"Reference: demos/results/{name}.json, measured on {gpus[0]['name']} "
+        f"({data.get('environment', {}).get('date', 'date not recorded')})"
+    )
     return data
 
 
@@ -58,7 +62,11 @@ def check_sync_free(loop: Callable[[Any, list], Any]) -> None:
 
 def check_busy_fraction(fn: Callable[[list[tuple[float, float]]], float]) -> None:
     """*fn(intervals)* must return the fraction of the span during which something runs."""
-    cases = [([(0, 1), (2, 3)], 2 / 3), ([(0, 2), (1, 3)], 1.0), ([(5, 6), (0, 1), (0.5, 2)], 3 / 6)]
+    cases = [
+        ([(0, 1), (2, 3)], 2 / 3),
+        ([(0, 2), (1, 3)], 1.0),
+        ([(5, 6), (0, 1), (0.5, 2)], 3 / 6),
+    ]
     for intervals, expected in cases:
         got = fn(list(intervals))
         assert abs(got - expected) < 1e-9, f"for {intervals} expected {expected:.3f}, got {got}"
@@ -78,10 +86,18 @@ def check_pipelined_time(fn: Callable[[float, float, int], float]) -> None:
     print("Right: the slower stage sets the pace once the pipeline is full.")
 
 
-def intervals_of(records: list[dict[str, Any]], name: str | None = None) -> list[tuple[float, float]]:
+def intervals_of(
+    records: list[dict[str, Any]], name: str | None = None
+) -> list[tuple[float, float]]:
     """(start, end) pairs of a recorded timeline, optionally only the steps called *name*."""
     return [(r["start_ms"], r["end_ms"]) for r in records if name is None or r["name"] == name]
 
 
-__all__ = ["check_busy_fraction", "check_pipelined_time", "check_sync_free", "intervals_of",
-           "reference", "timeline"]
+__all__ = [
+    "check_busy_fraction",
+    "check_pipelined_time",
+    "check_sync_free",
+    "intervals_of",
+    "reference",
+    "timeline",
+]

@@ -104,8 +104,15 @@ def main(argv: list[str] | None = None) -> int:
         print("ncu's CSV holds neither the naive nor the coalesced kernel", file=sys.stderr)
         return 1
     units = {column: unit for column, unit in METRICS.values()}
-    record.write_result(args.output, "ncu_distance_kernels", rows, n=4096, dtype="float64",
-                        units=units, metrics=list(METRICS))
+    record.write_result(
+        args.output,
+        "ncu_distance_kernels",
+        rows,
+        n=4096,
+        dtype="float64",
+        units=units,
+        metrics=list(METRICS),
+    )
     print(json.dumps(rows, indent=1))
     return 0
 

@@ -117,15 +117,18 @@ class TrackedArray:
             raise AttributeError(name)
         attr = getattr(self._array, name)
         if name in _TRANSFER_METHODS:
+
             def transfer(*args: Any, **kwargs: Any) -> Any:
                 host = self._transfer(name)
                 return host if name == "get" else getattr(host, name)(*args, **kwargs)
 
             return transfer
         if callable(attr):
+
             def method(*args: Any, **kwargs: Any) -> Any:
                 self._counter.operations += 1
                 return self._wrap(attr(*_unwrap(args), **_unwrap(kwargs)))
+
             return method
         return self._wrap(attr)
 
@@ -150,7 +153,44 @@ def _binary(name: str) -> Callable[..., Any]:
     return op
 
 
-for _name in ["add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv", "rfloordiv", "mod", "rmod", "pow", "rpow", "matmul", "rmatmul", "neg", "pos", "abs", "lt", "le", "gt", "ge", "eq", "ne", "and", "rand", "or", "ror", "xor", "rxor", "invert", "iadd", "isub", "imul", "itruediv"]:
+for _name in [
+    "add",
+    "radd",
+    "sub",
+    "rsub",
+    "mul",
+    "rmul",
+    "truediv",
+    "rtruediv",
+    "floordiv",
+    "rfloordiv",
+    "mod",
+    "rmod",
+    "pow",
+    "rpow",
+    "matmul",
+    "rmatmul",
+    "neg",
+    "pos",
+    "abs",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "eq",
+    "ne",
+    "and",
+    "rand",
+    "or",
+    "ror",
+    "xor",
+    "rxor",
+    "invert",
+    "iadd",
+    "isub",
+    "imul",
+    "itruediv",
+]:
     setattr(TrackedArray, f"__{_name}__", _binary(f"__{_name}__"))
 TrackedArray.__hash__ = None  # type: ignore[assignment]  (arrays are not hashable)
 
@@ -222,4 +262,6 @@ def counting_module() -> SyncCountingModule:
     """The stand-in for this machine: CuPy inside where it can use a GPU, NumPy elsewhere."""
     from demos import hardware
 
-    return SyncCountingModule(hardware.require_cupy("counting_module") if hardware.cupy_available() else np)
+    return SyncCountingModule(
+        hardware.require_cupy("counting_module") if hardware.cupy_available() else np
+    )

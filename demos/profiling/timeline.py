@@ -75,7 +75,9 @@ def overlap_time(first: Sequence[Interval], second: Sequence[Interval]) -> float
 
 def from_records(records: Sequence[dict[str, Any]]) -> list[Interval]:
     """Intervals from JSON records ``{"name", "lane", "start_ms", "end_ms"}`` (as the recorder writes)."""
-    return [Interval(r["name"], r["lane"], float(r["start_ms"]), float(r["end_ms"])) for r in records]
+    return [
+        Interval(r["name"], r["lane"], float(r["start_ms"]), float(r["end_ms"])) for r in records
+    ]
 
 
 class EventTimeline:
@@ -136,8 +138,15 @@ class EventTimeline:
                 b = self._cp.cuda.get_elapsed_time(self._origin, end)
             else:
                 a, b = (start - self._origin) * 1e3, (end - self._origin) * 1e3
-            out.append({"name": name, "lane": lane, "start_ms": a, "end_ms": b,
-                        "clock": "gpu" if self.gpu else "host"})
+            out.append(
+                {
+                    "name": name,
+                    "lane": lane,
+                    "start_ms": a,
+                    "end_ms": b,
+                    "clock": "gpu" if self.gpu else "host",
+                }
+            )
         return out
 
 
@@ -165,8 +174,14 @@ def plot(intervals: Sequence[Interval], title: str = "") -> Any:
     colours = {n: plt.get_cmap("tab10")(k % 10) for k, n in enumerate(names)}
     fig, ax = plt.subplots(figsize=(9, 0.6 + 0.5 * len(lanes)))
     for iv in intervals:
-        ax.barh(lanes.index(iv.lane), iv.duration, left=iv.start, color=colours[iv.name],
-                edgecolor="black", linewidth=0.3)
+        ax.barh(
+            lanes.index(iv.lane),
+            iv.duration,
+            left=iv.start,
+            color=colours[iv.name],
+            edgecolor="black",
+            linewidth=0.3,
+        )
     ax.set_yticks(range(len(lanes)), lanes)
     ax.set_xlabel("time (ms)")
     ax.set_title(title)
@@ -176,5 +191,13 @@ def plot(intervals: Sequence[Interval], title: str = "") -> Any:
     return fig
 
 
-__all__ = ["EventTimeline", "Interval", "busy_time", "from_records", "idle_gaps",
-           "overlap_time", "plot", "summary"]
+__all__ = [
+    "EventTimeline",
+    "Interval",
+    "busy_time",
+    "from_records",
+    "idle_gaps",
+    "overlap_time",
+    "plot",
+    "summary",
+]

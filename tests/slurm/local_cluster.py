@@ -31,19 +31,38 @@ from string import Template
 from typing import Self
 
 HERE = Path(__file__).resolve().parent
-TOOLS = ("sbatch", "squeue", "scancel", "scontrol", "sinfo", "slurmctld", "slurmd",
-         "munged", "munge", "sshd", "ssh", "ssh-keygen", "runuser", "useradd", "userdel")
+TOOLS = (
+    "sbatch",
+    "squeue",
+    "scancel",
+    "scontrol",
+    "sinfo",
+    "slurmctld",
+    "slurmd",
+    "munged",
+    "munge",
+    "sshd",
+    "ssh",
+    "ssh-keygen",
+    "runuser",
+    "useradd",
+    "userdel",
+)
 
 
 def missing_requirements() -> str | None:
     """Why the real-Slurm tests cannot run here, or None when they can."""
     if os.name != "posix" or os.geteuid() != 0:
         return "needs root to start slurmctld/slurmd/munged/sshd and create users (CI runs as root)"
-    missing = [tool for tool in TOOLS
-               if not (shutil.which(tool) or Path("/usr/sbin", tool).exists())]
+    missing = [
+        tool for tool in TOOLS if not (shutil.which(tool) or Path("/usr/sbin", tool).exists())
+    ]
     if missing:
-        return ("missing " + ", ".join(missing)
-                + ": apt-get install slurm-wlm munge openssh-server openssh-client")
+        return (
+            "missing "
+            + ", ".join(missing)
+            + ": apt-get install slurm-wlm munge openssh-server openssh-client"
+        )
     if not Path("/etc/munge/munge.key").exists():
         return "no /etc/munge/munge.key (reinstall the munge package)"
     return None
@@ -81,9 +100,15 @@ class User:
 
     def env(self, **extra: str) -> dict[str, str]:
         """A clean login-like environment for this user."""
-        return {"HOME": str(self.home), "USER": self.name, "LOGNAME": self.name,
-                "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C.UTF-8",
-                "TMPDIR": "/tmp", **extra}
+        return {
+            "HOME": str(self.home),
+            "USER": self.name,
+            "LOGNAME": self.name,
+            "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+            "LANG": "C.UTF-8",
+            "TMPDIR": "/tmp",
+            **extra,
+        }
 
     def popen_args(self) -> dict:
         return {"user": self.uid, "group": self.gid, "extra_groups": [], "cwd": str(self.home)}
@@ -163,19 +188,34 @@ class LocalCluster:
                 return
             for process in self.processes:
                 if process.poll() is not None:
-                    raise RuntimeError(f"{process.args[0]} exited while waiting for {what}: "
-                                       + self._logs())
+                    raise RuntimeError(
+                        f"{process.args[0]} exited while waiting for {what}: " + self._logs()
+                    )
             time.sleep(0.3)
         raise RuntimeError(f"timed out waiting for {what}: " + self._logs())
 
     def _logs(self) -> str:
-        return "\n".join(f"--- {p.name}\n{p.read_text()[-2000:]}"
-                         for p in sorted(self.root.glob("*.log")))
+        return "\n".join(
+            f"--- {p.name}\n{p.read_text()[-2000:]}" for p in sorted(self.root.glob("*.log"))
+        )
 
     def _make_users(self) -> None:
         for user in (self.laptop, self.student, self.neighbour):
-            subprocess.run(["useradd", "-M", "-d", str(user.home), "-s", "/bin/bash", "-p", "*",
-                            "-U", user.name], check=True)
+            subprocess.run(
+                [
+                    "useradd",
+                    "-M",
+                    "-d",
+                    str(user.home),
+                    "-s",
+                    "/bin/bash",
+                    "-p",
+                    "*",
+                    "-U",
+                    user.name,
+                ],
+                check=True,
+            )
             entry = pwd.getpwnam(user.name)
             user.uid, user.gid = entry.pw_uid, entry.pw_gid
             (user.home / ".ssh").mkdir(parents=True)
@@ -186,15 +226,21 @@ class LocalCluster:
         for command in ("bsub", "bjobs", "bkill"):
             (lsf_bin / command).symlink_to(HERE / "fake-lsf")
         (self.student.home / ".profile").write_text(
-            f'echo "Quota 95"\nPATH="$PATH:{lsf_bin}"\nexport SLURM_CONF={self.slurm_conf}\n')
+            f'echo "Quota 95"\nPATH="$PATH:{lsf_bin}"\nexport SLURM_CONF={self.slurm_conf}\n'
+        )
         (self.student.home / ".bashrc").write_text(
-            f'echo "Quota 95"\nexport SLURM_CONF={self.slurm_conf}\n')
+            f'echo "Quota 95"\nexport SLURM_CONF={self.slurm_conf}\n'
+        )
 
     def _open_course_files(self) -> None:
         """The test users need to run the launcher and the course's Python: let
         them through the folders above (x only), and restore the modes at the end."""
-        targets = (Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve(),
-                   Path(__file__).resolve().parents[2])
+        targets = (
+            Path(sys.prefix),
+            Path(sys.base_prefix),
+            Path(sys.executable).resolve(),
+            Path(__file__).resolve().parents[2],
+        )
         for target in targets:
             for folder in [target, *target.parents]:
                 mode = folder.stat().st_mode & 0o7777
@@ -208,8 +254,10 @@ class LocalCluster:
         for folder in ("/run/munge", "/var/log/munge", "/var/lib/munge"):
             Path(folder).mkdir(parents=True, exist_ok=True)
             shutil.chown(folder, "munge", "munge")
-        self._spawn(["runuser", "-u", "munge", "--", _sbin("munged"), "--foreground",
-                     "--force"], "munged.log")
+        self._spawn(
+            ["runuser", "-u", "munge", "--", _sbin("munged"), "--foreground", "--force"],
+            "munged.log",
+        )
         self._wait("munged", self._munge_answers)
 
     def _munge_answers(self) -> bool:
@@ -220,10 +268,14 @@ class LocalCluster:
         (self.root / "state").mkdir()
         (self.shared / "spool").mkdir(mode=0o755)
         values = {
-            "host": self.hostname, "root": str(self.root), "partition": self.partition,
+            "host": self.hostname,
+            "root": str(self.root),
+            "partition": self.partition,
             "spool": str(self.shared / "spool"),
-            "ctld_port": _free_port(), "slurmd_port": _free_port(),
-            "cpus": os.cpu_count() or 1, "first_job_id": random.randrange(10_000, 1_000_000),
+            "ctld_port": _free_port(),
+            "slurmd_port": _free_port(),
+            "cpus": os.cpu_count() or 1,
+            "first_job_id": random.randrange(10_000, 1_000_000),
         }
         template = Template((HERE / "slurm.conf.in").read_text())
         self.slurm_conf.write_text(template.substitute(values))
@@ -233,33 +285,40 @@ class LocalCluster:
         self._wait("the Slurm node to become idle", self._idle, seconds=30)
 
     def _idle(self) -> bool:
-        sinfo = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True,
-                               text=True, env=self.env, check=False)
+        sinfo = subprocess.run(
+            ["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, env=self.env, check=False
+        )
         return sinfo.returncode == 0 and "idle" in sinfo.stdout
 
     def start_slurmctld(self) -> None:
-        self.slurmctld = self._spawn([_sbin("slurmctld"), "-D", "-i", "-f", str(self.slurm_conf)],
-                                     "slurmctld.log")
+        self.slurmctld = self._spawn(
+            [_sbin("slurmctld"), "-D", "-i", "-f", str(self.slurm_conf)], "slurmctld.log"
+        )
 
     def _start_sshd(self) -> None:
         laptop_key = self.laptop.home / ".ssh" / "id_ed25519"
         host_key = self.root / "host_key"
         for path in (laptop_key, host_key):
-            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)],
-                           check=True)
+            subprocess.run(
+                ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True
+            )
         authorized = self.student.home / ".ssh" / "authorized_keys"
         authorized.write_text(Path(f"{laptop_key}.pub").read_text())
         port = _free_port()
         values = {"port": port, "root": str(self.root), "slurm_conf": str(self.slurm_conf)}
         sshd_config = self.root / "sshd_config"
         sshd_config.write_text(Template((HERE / "sshd_config.in").read_text()).substitute(values))
-        node_blocks = "".join(f"Host {name}\n    HostName 127.0.0.1\n    Port {port}\n"
-                              f"    HostKeyAlias {name}\n"
-                              for name in sorted({self.hostname, socket.gethostname()}))
-        self.ssh_config.write_text(Template((HERE / "ssh_config.in").read_text()).substitute(
-            {"port": port, "student": self.student.name, "node_blocks": node_blocks}))
+        node_blocks = "".join(
+            f"Host {name}\n    HostName 127.0.0.1\n    Port {port}\n    HostKeyAlias {name}\n"
+            for name in sorted({self.hostname, socket.gethostname()})
+        )
+        self.ssh_config.write_text(
+            Template((HERE / "ssh_config.in").read_text()).substitute(
+                {"port": port, "student": self.student.name, "node_blocks": node_blocks}
+            )
+        )
         # The laptop knows the login node's key (accepted once, long ago), not the node's.
-        public = (Path(f"{host_key}.pub").read_text().split()[:2])
+        public = Path(f"{host_key}.pub").read_text().split()[:2]
         (self.laptop.home / ".ssh" / "known_hosts").write_text(f"testlogin {' '.join(public)}\n")
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
         self._spawn([_sbin("sshd"), "-D", "-e", "-f", str(sshd_config)], "sshd.log")
@@ -267,20 +326,39 @@ class LocalCluster:
             subprocess.run(["chown", "-R", f"{user.uid}:{user.gid}", str(user.home)], check=True)
 
         def answers() -> bool:
-            probe = subprocess.run(["ssh", "-F", str(self.ssh_config), "testlogin", "true"],
-                                   capture_output=True, check=False, timeout=20,
-                                   env=self.laptop.env(), **self.laptop.popen_args())
+            probe = subprocess.run(
+                ["ssh", "-F", str(self.ssh_config), "testlogin", "true"],
+                capture_output=True,
+                check=False,
+                timeout=20,
+                env=self.laptop.env(),
+                **self.laptop.popen_args(),
+            )
             return probe.returncode == 0
+
         self._wait("sshd", answers)
 
     # --------------------------------------------------------------- queries
     def squeue(self, check: bool = True) -> str:
         """The ids of the jobs Slurm knows that are not finished, one per line."""
-        result = subprocess.run(["squeue", "-h", "-o", "%i", "-t", "PD,R,CG,S,CF"],
-                                capture_output=True, text=True, env=self.env, check=check)
+        result = subprocess.run(
+            ["squeue", "-h", "-o", "%i", "-t", "PD,R,CG,S,CF"],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            check=check,
+        )
         return result.stdout
 
     def hold_new_jobs(self, hold: bool) -> None:
         """Partition DOWN: jobs are accepted but wait, like in a full queue."""
-        subprocess.run(["scontrol", "update", f"PartitionName={self.partition}",
-                        f"State={'DOWN' if hold else 'UP'}"], env=self.env, check=True)
+        subprocess.run(
+            [
+                "scontrol",
+                "update",
+                f"PartitionName={self.partition}",
+                f"State={'DOWN' if hold else 'UP'}",
+            ],
+            env=self.env,
+            check=True,
+        )
