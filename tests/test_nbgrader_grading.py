@@ -216,7 +216,7 @@ def test_zip_collect_and_export_commands(graded: Path) -> None:
     shutil.copy2(graded / "solutions" / "simt" / "simt.ipynb", archive / "carl_simt.ipynb")
     for command in (["zip_collect", "simt"], ["export", "--to", "grades.csv"]):
         proc = subprocess.run(
-            [str(Path(sys.executable).parent / "nbgrader"), *command],
+            ["nbgrader", *command],  # found on nbgrader_env()'s PATH
             cwd=graded,
             env=nbgrader_env(),
             capture_output=True,
