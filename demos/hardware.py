@@ -269,7 +269,10 @@ def tensorflow_status() -> str:
         return "not installed (chapter 5 can also run on Keras' JAX or PyTorch backend)"
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     tf = importlib.import_module("tensorflow")
-    return f"{tf.__version__}, GPUs visible to TensorFlow: {len(tf.config.list_physical_devices('GPU'))}"
+    return (
+        f"{tf.__version__}, GPUs visible to TensorFlow: "
+        f"{len(tf.config.list_physical_devices('GPU'))}"
+    )
 
 
 def report(include_tensorflow: bool = False) -> dict[str, Any]:

@@ -128,7 +128,8 @@ def distance_times(kind: str = "host_to_host") -> dict[str, dict[int, float]]:
 
 
 def distance_transfer(n: int, direction: str = "d2h") -> float | None:
-    """Seconds to copy the points in (``"h2d"``) or the matrix out (``"d2h"``) at size *n*, measured."""
+    """Seconds to copy the points in (``"h2d"``) or the matrix out (``"d2h"``) at size *n*,
+    measured."""
     data = reference_json("distance.json")
     for row in (data or {}).get("results", {}).get("transfers", []):
         if int(row["n"]) == n:

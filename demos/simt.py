@@ -57,7 +57,8 @@ def add_to(source: np.ndarray, target: np.ndarray, threads_per_block: int = 32) 
     """Launch :data:`add_to_kernel` over all of *target* (host arrays are copied in and back)."""
     if source.shape != target.shape or source.ndim != 1:
         raise ValueError(
-            f"source and target must be 1-D arrays of one shape, got {source.shape} and {target.shape}"
+            "source and target must be 1-D arrays of one shape, "
+            f"got {source.shape} and {target.shape}"
         )
     blocks = max(1, blocks_for(target.size, threads_per_block))
     add_to_kernel[blocks, threads_per_block](source, target)
@@ -89,7 +90,8 @@ def thread_coordinates(n: int, threads_per_block: int) -> dict[str, np.ndarray]:
 
 @cuda.jit
 def divergent_kernel(values, out):
-    """Even and odd threads take different branches: within a warp both paths run one after the other."""
+    """Even and odd threads take different branches: within a warp both paths run one after the
+    other."""
     i = cuda.grid(1)
     if i < values.size:
         if i % 2 == 0:

@@ -25,8 +25,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_course_sh import _free_port, _status
-from test_edition import _solve
+from test_course_sh import _free_port, _status  # noqa: E402
+from test_edition import _solve  # noqa: E402
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 SCREENSHOTS = Path(os.environ.get("COURSE_SCREENSHOT_DIR", ROOT / "browser-screenshots"))
@@ -42,9 +42,9 @@ pytestmark = [
     ),
 ]
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium comes with the 'test' extra")
-from selenium.webdriver.common.by import By
-from selenium.webdriver.support import expected_conditions as EC
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 
 class Lab:
@@ -141,7 +141,10 @@ def _menu(driver, menu: str, entry: str) -> None:
     """Click a main-menu entry by its label (e.g. Run -> Run All Cells)."""
     items = driver.find_elements(By.CSS_SELECTOR, "#jp-MainMenu .lm-MenuBar-item")
     next(i for i in items if i.text.strip() == menu).click()
-    xpath = f'//li[contains(@class, "lm-Menu-item")][.//div[contains(@class, "lm-Menu-itemLabel")][normalize-space()="{entry}"]]'
+    xpath = (
+        '//li[contains(@class, "lm-Menu-item")]'
+        f'[.//div[contains(@class, "lm-Menu-itemLabel")][normalize-space()="{entry}"]]'
+    )
     _wait(driver, 10).until(EC.element_to_be_clickable((By.XPATH, xpath))).click()
 
 

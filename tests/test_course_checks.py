@@ -1,4 +1,5 @@
-"""The chapters' "your turn" cells: counted, and every check passes the model answer and fails the stub.
+"""The chapters' "your turn" cells: counted, and every check passes the model answer and fails the
+stub.
 
 Why: a check that passes everything teaches nothing, and one that fails the
 model answer discourages. For every student cell in ``course/`` this test runs
@@ -64,7 +65,8 @@ def test_every_student_cell_is_followed_by_its_check_and_every_check_is_used() -
     for chapter, name, _, follow in CELLS:
         assert name in CHECKS, f"chapter {chapter}: no check named {name}"
         assert follow.startswith(f'check("{name}", {name})'), (
-            f"chapter {chapter}: the cell after 'your turn: {name}' should run check(\"{name}\", {name})"
+            f"chapter {chapter}: the cell after 'your turn: {name}' "
+            f'should run check("{name}", {name})'
         )
         assert CHECKS[name][0] == chapter, f"{name} is registered for chapter {CHECKS[name][0]}"
     assert sorted(c[1] for c in CELLS) == sorted(CHECKS), "every check belongs to one cell"

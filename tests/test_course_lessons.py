@@ -1,4 +1,5 @@
-"""demos.lessons: the measured lessons compute the right thing (simulator on CPU, GPU where there is one).
+"""demos.lessons: the measured lessons compute the right thing (simulator on CPU, GPU where there is
+one).
 
 Timings are only meaningful on a GPU; here the kernels are checked against
 NumPy, the sector arithmetic against hand counts, and the command's JSON for

@@ -24,7 +24,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "demos" / "results"
 
-# a number followed by a unit of time, size, bandwidth, share or speed-up ("3 × 3" is a shape, not a speed-up)
+# a number followed by a unit of time, size, bandwidth, share or speed-up ("3 × 3" is a shape, not a
+# speed-up)
 QUANTITY = re.compile(
     r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?(ms|µs|us|ns|GB/s|TB/s|GB|GiB|MB|MiB|KiB|TB|%|×(?!\s*\d)|x\b|-core"
     r"|\ss\b|\stimes\b)(?![\w/])"
@@ -97,7 +98,8 @@ def quoted_in_prose() -> list[tuple[str, str]]:
 def test_every_quantity_in_prose_is_listed_with_its_source() -> None:
     unlisted = sorted({q for q in quoted_in_prose() if q not in QUOTED})
     assert not unlisted, (
-        f"quantities in chapter prose with no data behind them: {unlisted}. Compute them in a code cell "
+        f"quantities in chapter prose with no data behind them: {unlisted}. "
+        "Compute them in a code cell "
         "from demos/results/, or add them to QUOTED with the JSON they come from."
     )
 
@@ -109,7 +111,7 @@ def test_listed_quantity_agrees_with_the_data_and_is_still_quoted(key: tuple[str
     assert agrees(), f"chapter {key[0]} quotes {key[1]!r}, but the data disagrees ({source})"
 
 
-# ----------------------------------------------------------------- claims the prose makes from the data
+# ------------------------------------------------------------- claims the prose makes from the data
 def test_ch03_one_core_numba_keeps_up_with_cupy_host_to_host() -> None:
     for n in (1024, 4096, 16384):
         assert distance_run("numba-cpu", n, "host_to_host") < 1.2 * distance_run(

@@ -1,4 +1,5 @@
-"""The README's first command, `./course.sh lab`, opens the course in a JupyterLab that needs its token."""
+"""The README's first command, `./course.sh lab`, opens the course in a JupyterLab that needs its
+token."""
 
 from __future__ import annotations
 
@@ -83,7 +84,8 @@ def test_lab_serves_the_course_only_with_its_token(tmp_path):
 def _fake_machine(
     tmp_path: Path, system: str = "Linux", machine: str = "x86_64", python: str | None = None
 ) -> dict:
-    """Environment in which course.sh sees another OS/CPU (a fake `uname`) and, optionally, Python."""
+    """Environment in which course.sh sees another OS/CPU (a fake `uname`) and, optionally,
+    Python."""
     bin_dir = tmp_path / "fake-bin"
     bin_dir.mkdir(exist_ok=True)
     uname = bin_dir / "uname"

@@ -24,7 +24,8 @@ REPO = Path(__file__).resolve().parents[1]
         ("get_ipython().input_transformers_post.append(lambda lines: [])", "input transformers"),
         ("ip = globals()['get_' + 'ipython']()", "get_ipython"),
         (
-            f"exec(__import__('base64').b64decode('{base64.b64encode(b'import nbgrader').decode()}'))",
+            "exec(__import__('base64').b64decode("
+            f"'{base64.b64encode(b'import nbgrader').decode()}'))",
             "nbgrader",
         ),
         ("import numpy as np\nnp.testing.assert_allclose = lambda *a, **k: None", "np.testing"),

@@ -429,8 +429,11 @@ def job_alive(cluster: LocalCluster, scheduler: str, job_id: str) -> bool:
 def assert_ended(cluster: LocalCluster, job_id: str, port: int, scheduler: str = "slurm") -> None:
     wait_until(lambda: not job_alive(cluster, scheduler, job_id), 30, f"job {job_id} to end")
     wait_until(lambda: not port_open(port), 15, f"port {port} to close")
+
     # The job's own exit removes its session files: give it a moment after the cancel.
-    session_files = lambda: list((cluster.home / ".gpu-jupyter").glob("session-*"))
+    def session_files() -> list[Path]:
+        return list((cluster.home / ".gpu-jupyter").glob("session-*"))
+
     wait_until(lambda: not session_files(), 15, f"no session files left, not {session_files()}")
     assert not list((cluster.laptop.home / ".gpu-jupyter" / "tunnels").glob(f"job-{job_id}.*"))
 

@@ -56,7 +56,8 @@ CASES = [
                 "from demos.simt import blocks_for\n"
                 "def launch_saxpy(a, x, y, threads_per_block=32):\n"
                 "    out = np.zeros_like(x)\n"
-                "    saxpy[blocks_for(x.shape[0], threads_per_block), threads_per_block](a, x, y, out)\n"
+                "    saxpy[blocks_for(x.shape[0], threads_per_block), threads_per_block]"
+                "(a, x, y, out)\n"
                 "    return out"
             )
         },
@@ -94,7 +95,8 @@ CASES = [
                 "def global_index(block_index, block_size, thread_index):\n"
                 "    return 0\n"
                 "get_ipython().input_transformers_post.append(\n"
-                "    lambda lines: [l.replace('assert ', 'assert True or ').replace('grading.check(', 'print(')\n"
+                "    lambda lines: [l.replace('assert ', 'assert True or ')"
+                ".replace('grading.check(', 'print(')\n"
                 "                   for l in lines])"
             )
         },
@@ -136,7 +138,8 @@ CASES = [
             "cupy-distances": (
                 "def squared_distances(x, y):\n"
                 "    x, y = np.asarray(x), np.asarray(y)\n"
-                "    return np.einsum('ij,ij->i', x, x)[:, None] - 2 * (x @ y.T) + np.einsum('ij,ij->i', y, y)[None, :]"
+                "    return np.einsum('ij,ij->i', x, x)[:, None] - 2 * (x @ y.T)"
+                " + np.einsum('ij,ij->i', y, y)[None, :]"
             )
         },
         0,
@@ -149,7 +152,8 @@ CASES = [
                 "def chunked_squared_distances(x, y, rows_per_chunk):\n"
                 "    out = np.empty((x.shape[0], y.shape[0]))\n"
                 "    for start in range(0, x.shape[0], rows_per_chunk):\n"
-                "        out[start:start + rows_per_chunk] = squared_distances(x[start:start + rows_per_chunk], y)\n"
+                "        out[start:start + rows_per_chunk] = "
+                "squared_distances(x[start:start + rows_per_chunk], y)\n"
                 "    return out"
             )
         },
@@ -221,7 +225,8 @@ CASES = [
                 "    results = []\n"
                 "    for device, chunk in zip(devs, split(array, len(devs))):\n"
                 "        with device:\n"
-                "            results.append(device.asnumpy(func(device.asarray(chunk), device.xp)))\n"
+                "            results.append(device.asnumpy(func(device.asarray(chunk), device.xp)))"
+                "\n"
                 "    return np.concatenate(results)"
             ),
             "multi-sum": (

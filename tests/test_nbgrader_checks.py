@@ -130,7 +130,8 @@ def test_numba_performance_warnings_are_silenced() -> None:
     code = (
         "import warnings, demos.grading\n"
         "from numba.core.errors import NumbaPerformanceWarning\n"
-        "warnings.warn(NumbaPerformanceWarning('Grid size 1 will likely result in GPU under-utilization'))\n"
+        "warnings.warn(NumbaPerformanceWarning("
+        "'Grid size 1 will likely result in GPU under-utilization'))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stderr == ""

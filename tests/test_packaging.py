@@ -57,5 +57,6 @@ def test_constraints_pin_every_direct_dependency():
             pinned[name.lower().replace("_", "-")] = version
     missing = [n for n in _pyproject_requirements() if n.replace("_", "-") not in pinned]
     assert not missing, (
-        f"requirements/constraints.txt lacks pins for {missing}; re-run the compile command in README"
+        f"requirements/constraints.txt lacks pins for {missing}; "
+        "re-run the compile command in README"
     )

@@ -193,11 +193,12 @@ hist = checks.histogram_report(kernels.histogram_shared_kernel(16), values, 16, 
 sums = checks.block_sum_report(kernels.warp_sum_kernel("float32"), np.ones(500, np.float32), 2, 256)
 print(json.dumps({"hist": {k: v for k, v in hist.items() if k != "counts"}, "counts": hist["counts"].tolist(),
                   "sums": sums["partial"].tolist(), "barriers": sums["barriers_per_thread"]}))
-"""
+"""  # noqa: E501
 
 
 def test_counts_are_the_same_for_compiled_kernels(tmp_path: Path) -> None:
-    """On a GPU grader kernels are compiled dispatchers: the checks simulate their source all the same.
+    """On a GPU grader kernels are compiled dispatchers: the checks simulate their source all the
+    same.
 
     Run here with the simulator switched off (kernels are then real, uncompiled
     ``CUDADispatcher`` objects, as on a GPU), the counts must be the simulator's.

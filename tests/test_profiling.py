@@ -110,7 +110,7 @@ NCU_CSV = """==PROF== Connected to process 1
 "0","_ZN6cudapy5demos8distance10numba_cuda12naive_kernelB2v1","1,234,000","1.5","3.1"
 "1","_ZN6cudapy5demos8distance10numba_cuda16coalesced_kernelB2v2","250,000","80.2","90.0"
 "2","some_other_kernel","1","1","1"
-"""
+"""  # noqa: E501
 
 
 def test_ncu_table_is_read_from_the_csv_export(tmp_path: Path) -> None:

@@ -44,14 +44,16 @@ __all__ = ["CHECKS", "answer_source", "check", "passes", "show_answer"]
 
 
 def passes(name: str, student: Any) -> bool:
-    """Try the student's *name* (a function or kernel), print one line of feedback, return success."""
+    """Try the student's *name* (a function or kernel), print one line of feedback, return
+    success."""
     if name not in CHECKS:
         raise ValueError(f"no check named {name!r}; known: {', '.join(CHECKS)}")
     return run_check(name, lambda: CHECKS[name][1](student))
 
 
 def check(name: str, student: Any) -> None:
-    """Like :func:`passes`, for a notebook cell: prints the verdict and leaves nothing else on screen."""
+    """Like :func:`passes`, for a notebook cell: prints the verdict and leaves nothing else on
+    screen."""
     passes(name, student)
 
 

@@ -34,7 +34,8 @@ def run_check(name: str, body: Callable[[], str]) -> bool:
         summary = body()
     except NotImplementedError:
         print(
-            f"✗ {name}: not written yet. Replace `raise NotImplementedError` (or `pass`) with your code."
+            f"✗ {name}: not written yet. "
+            "Replace `raise NotImplementedError` (or `pass`) with your code."
         )
         return False
     except CheckFailed as problem:
@@ -53,7 +54,8 @@ def _first_line(exc: BaseException) -> str:
 
 
 def launch(kernel: Any, grid: Any, block: Any, *args: Any, what: str) -> None:
-    """Launch a student kernel; turn the simulator's out-of-bounds IndexError into a clear sentence."""
+    """Launch a student kernel; turn the simulator's out-of-bounds IndexError into a clear
+    sentence."""
     try:
         with warnings.catch_warnings():
             # the checks launch tiny grids from host arrays on purpose; Numba's advice
@@ -142,7 +144,8 @@ def blocks(n: int, per_block: int) -> int:
 
 
 def require_shared_memory(kernel: Any, advice: str) -> None:
-    """Fail unless the kernel's code mentions shared arrays and barriers: the lesson is *how*, not only what."""
+    """Fail unless the kernel's code mentions shared arrays and barriers: the lesson is *how*, not
+    only what."""
     seen = set(getattr(kernel, "py_func", kernel).__code__.co_names)
     missing = [name for name in ("shared", "syncthreads") if name not in seen]
     if missing:

@@ -164,7 +164,8 @@ def synthetic_images(
 
 
 def load_dataset(source: str = "auto", path: str | os.PathLike | None = None) -> Dataset:
-    """``"cifar10"`` (error if unavailable), ``"digits"``, or ``"auto"``: CIFAR-10, else digits with a warning."""
+    """``"cifar10"`` (error if unavailable), ``"digits"``, or ``"auto"``: CIFAR-10, else digits with
+    a warning."""
     if source == "cifar10":
         return load_cifar10(path)
     if source == "digits":

@@ -8,7 +8,8 @@ from typing import Any
 
 
 def plot(result: dict[str, Any], output_dir: Path) -> list[Path]:
-    """Draw ``cnn_throughput_<label>[_host_data].png`` from a ``bench cnn`` result; returns the files written.
+    """Draw ``cnn_throughput_<label>[_host_data].png`` from a ``bench cnn`` result; returns the
+    files written.
 
     Log scale: one CPU thread and a GPU differ by orders of magnitude.
     """
@@ -66,7 +67,8 @@ def plot(result: dict[str, Any], output_dir: Path) -> list[Path]:
     output_dir.mkdir(parents=True, exist_ok=True)
     label = str(result.get("parameters", {}).get("label", ""))
     slug = re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
-    # runs that copied every batch from host memory get their own name: they measure the input path too
+    # runs that copied every batch from host memory get their own name: they measure the input path
+    # too
     host_fed = not all(r.get("data_on_device", False) for r in rows)
     path = output_dir / (
         "cnn_throughput"

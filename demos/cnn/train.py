@@ -104,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     dataset = load_dataset(args.source, args.cifar10_path)
     print(
-        f"training on {dataset.name}: {len(dataset.x_train)} train / {len(dataset.x_test)} test images"
+        f"training on {dataset.name}: {len(dataset.x_train)} train / "
+        f"{len(dataset.x_test)} test images"
     )
     result = train(
         dataset,

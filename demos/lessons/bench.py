@@ -41,7 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_lessons(chosen: tuple[str, ...], numpy_n: int, repeats: int) -> dict[str, Any]:
-    """Results per lesson; a GPU lesson on a machine without a usable GPU records why it was skipped."""
+    """Results per lesson; a GPU lesson on a machine without a usable GPU records why it was
+    skipped."""
     gpu = hardware.has_gpu() and not hardware.simulator_enabled()
     reason = (
         hardware.no_gpu_reason() or "Numba runs in the CUDA simulator, which does not time anything"

@@ -39,7 +39,8 @@ def warp_sectors(n: int, itemsize: int = 8, warp: int = 32) -> dict[str, int]:
 
 
 def run(n: int, blocks: Sequence[tuple[int, int]], repeats: int = 10) -> dict[str, Any]:
-    """Time both mappings for each block shape on an n x n float64 matrix (device arrays, no copies)."""
+    """Time both mappings for each block shape on an n x n float64 matrix (device arrays, no
+    copies)."""
     rng = np.random.default_rng(0)
     points = rng.random((n, 3))
     want = ((points[:64, None, :] - points[None, :64, :]) ** 2).sum(axis=-1)

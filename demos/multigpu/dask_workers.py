@@ -43,7 +43,8 @@ def make_cluster(n_workers: int | None = None):
 
 
 def run_on_cluster(n: int, n_workers: int | None = None) -> tuple[float, list[dict], str]:
-    """Sum of squares of ``n`` elements, one chunk per Dask worker; (total, reports, cluster kind)."""
+    """Sum of squares of ``n`` elements, one chunk per Dask worker; (total, reports, cluster
+    kind)."""
     from dask.distributed import Client
 
     cluster, kind = make_cluster(n_workers)

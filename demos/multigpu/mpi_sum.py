@@ -69,14 +69,16 @@ def main(argv: list[str] | None = None) -> int:
     comm.Allreduce(local, total, op=MPI.SUM)
     total = float(total[0])
     print(
-        f"rank {rank}/{size} (node-local {local_rank}) on {where}: elements {part.start}:{part.stop}",
+        f"rank {rank}/{size} (node-local {local_rank}) on {where}: "
+        f"elements {part.start}:{part.stop}",
         flush=True,
     )
     if rank == 0:
         expected = reference(args.n)
         ok = np.isclose(total, expected, rtol=1e-9)
         print(
-            f"MPI total {total:.6f} ({mode}); NumPy reference {expected:.6f}; {'OK' if ok else 'MISMATCH'}"
+            f"MPI total {total:.6f} ({mode}); NumPy reference {expected:.6f}; "
+            f"{'OK' if ok else 'MISMATCH'}"
         )
         return 0 if ok else 1
     return 0

@@ -70,7 +70,8 @@ def histogram_report(
 
 
 def block_sum_report(kernel: Any, values: np.ndarray, blocks: int, threads: int) -> dict:
-    """Run ``kernel[blocks, threads](values, partial)`` counted (one partial sum per block expected)."""
+    """Run ``kernel[blocks, threads](values, partial)`` counted (one partial sum per block
+    expected)."""
     log = AccessLog()
     wrapped_values = log.wrap(np.ascontiguousarray(values), "values")
     partial = log.wrap(np.zeros(blocks, values.dtype), "partial")
@@ -89,6 +90,7 @@ def block_sum_report(kernel: Any, values: np.ndarray, blocks: int, threads: int)
 
 
 def expected_block_sums(values: np.ndarray, blocks: int, threads: int) -> np.ndarray:
-    """What a grid-stride block sum must give: block b adds the elements whose thread is in block b."""
+    """What a grid-stride block sum must give: block b adds the elements whose thread is in block
+    b."""
     owner = (np.arange(len(values)) % (blocks * threads)) // threads
     return np.bincount(owner, weights=values.astype(np.float64), minlength=blocks)

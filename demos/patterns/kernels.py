@@ -63,7 +63,8 @@ def histogram_global_atomic(values, bins):
 
 @functools.cache
 def histogram_shared_kernel(n_bins: int):
-    """The privatised histogram for *n_bins* bins (shared arrays need a size known at compile time)."""
+    """The privatised histogram for *n_bins* bins (shared arrays need a size known at compile
+    time)."""
 
     @cuda.jit
     def kernel(values, bins):
@@ -153,7 +154,8 @@ def warp_sum_kernel(dtype_name: str = "float32"):
 
 
 def launch_config(n: int, max_blocks: int, threads: int = BLOCK) -> tuple[int, int]:
-    """(blocks, threads): enough blocks for *n* elements, at most *max_blocks* (grid-stride loops do the rest)."""
+    """(blocks, threads): enough blocks for *n* elements, at most *max_blocks* (grid-stride loops do
+    the rest)."""
     if n < 0 or max_blocks < 1 or threads < 1:
         raise ValueError(
             f"need n >= 0, max_blocks >= 1 and threads >= 1, got {n}, {max_blocks}, {threads}"

@@ -28,7 +28,8 @@ def check_atomic_histogram(kernel: Any) -> None:
         "the counts are wrong"
     )
     assert report["plain_writes_to_bins"] == 0, (
-        f"{report['plain_writes_to_bins']} plain writes to bins: use cuda.atomic.add(bins, value, 1)"
+        f"{report['plain_writes_to_bins']} plain writes to bins: "
+        "use cuda.atomic.add(bins, value, 1)"
     )
     print(f"Right counts with {report['atomics_on_bins']} global atomics (one per value).")
 

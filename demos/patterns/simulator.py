@@ -32,14 +32,16 @@ _state = threading.local()  # .atomic_block: the block of the thread inside an a
 
 
 def _simulator_module():
-    """The simulator's kernel API (importable on a GPU machine too: :func:`simulated` uses it there)."""
+    """The simulator's kernel API (importable on a GPU machine too: :func:`simulated` uses it
+    there)."""
     from numba.cuda.simulator import kernelapi
 
     return kernelapi
 
 
 def python_function(kernel: Any) -> Any:
-    """The Python function behind a ``@cuda.jit`` kernel, compiled (``py_func``) or simulated (``fn``)."""
+    """The Python function behind a ``@cuda.jit`` kernel, compiled (``py_func``) or simulated
+    (``fn``)."""
     fn = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
     if not callable(fn):
         raise TypeError("expected a kernel made with @cuda.jit")
@@ -75,7 +77,8 @@ def _shfl_down_sync(self, mask: int, value: Any, delta: int) -> Any:
 
 
 def enable_warp_shuffles(force: bool = False) -> bool:
-    """Give the simulator ``cuda.shfl_down_sync``; False (and nothing done) when it is off, unless *force*."""
+    """Give the simulator ``cuda.shfl_down_sync``; False (and nothing done) when it is off, unless
+    *force*."""
     if not (force or hardware.simulator_enabled()):
         return False
     kernelapi = _simulator_module()

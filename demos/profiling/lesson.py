@@ -19,19 +19,23 @@ from demos.profiling.sync_counter import SyncCountingModule
 
 #: Shipped reference results of this chapter and the command that makes each.
 REFERENCES = {
-    "profiling_h200": "python -m demos bench profiling --output DIR  (then copy DIR/profiling.json)",
+    "profiling_h200": (
+        "python -m demos bench profiling --output DIR  (then copy DIR/profiling.json)"
+    ),
     "ncu_kernels_h200": "tools/gpu-node/ncu_kernels.sh DIR  (then copy DIR/ncu_kernels.json)",
     "patterns_h200": "python -m demos bench patterns --output DIR  (then copy DIR/patterns.json)",
 }
 
 
 def reference(name: str) -> dict[str, Any] | None:
-    """``demos/results/<name>.json``, or None after saying that none is shipped and how to make it."""
+    """``demos/results/<name>.json``, or None after saying that none is shipped and how to make
+    it."""
     path = REFERENCE_DIR / f"{name}.json"
     if not path.exists():
         how = REFERENCES.get(name, "the chapter's benchmark command")
         print(
-            f"No reference result demos/results/{name}.json is shipped with this copy of the course.\n"
+            f"No reference result demos/results/{name}.json "
+            "is shipped with this copy of the course.\n"
             f"On a GPU node, make it with: {how}"
         )
         return None

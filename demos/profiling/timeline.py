@@ -74,7 +74,8 @@ def overlap_time(first: Sequence[Interval], second: Sequence[Interval]) -> float
 
 
 def from_records(records: Sequence[dict[str, Any]]) -> list[Interval]:
-    """Intervals from JSON records ``{"name", "lane", "start_ms", "end_ms"}`` (as the recorder writes)."""
+    """Intervals from JSON records ``{"name", "lane", "start_ms", "end_ms"}`` (as the recorder
+    writes)."""
     return [
         Interval(r["name"], r["lane"], float(r["start_ms"]), float(r["end_ms"])) for r in records
     ]
@@ -108,7 +109,8 @@ class EventTimeline:
 
     @contextlib.contextmanager
     def step(self, name: str, stream: Any = None) -> Iterator[None]:
-        """Time the work queued inside this block (on *stream*, default the current one) as *name*."""
+        """Time the work queued inside this block (on *stream*, default the current one) as
+        *name*."""
         if not self.gpu:
             start = time.perf_counter()
             yield
@@ -151,7 +153,8 @@ class EventTimeline:
 
 
 def summary(intervals: Sequence[Interval]) -> dict[str, float]:
-    """Span, busy time, idle time and the largest gap, in ms (the numbers a timeline is read for)."""
+    """Span, busy time, idle time and the largest gap, in ms (the numbers a timeline is read
+    for)."""
     if not intervals:
         return {"span_ms": 0.0, "busy_ms": 0.0, "idle_ms": 0.0, "largest_gap_ms": 0.0}
     span = max(iv.end for iv in intervals) - min(iv.start for iv in intervals)

@@ -2,7 +2,8 @@ import numpy as np
 
 
 def distance_matrix_chunked(x, block_rows):
-    """The full matrix, computed one band of rows at a time: peak memory is one band, not three matrices."""
+    """The full matrix, computed one band of rows at a time: peak memory is one band, not three
+    matrices."""
     n = len(x)
     out = np.empty((n, n), dtype=x.dtype)
     x2 = np.einsum("ij,ij->i", x, x)
