@@ -7,11 +7,16 @@ the benchmarks check against the same formula as the tests.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,9 +25,13 @@ import pytest
 from demos import hardware
 from demos.distance.reference import reference_distance, tolerance
 
+ROOT = Path(__file__).resolve().parent.parent
+
 __all__ = [
     "assert_distances",
     "free_port",
+    "http_status",
+    "solve_exercise",
     "on_cuda",
     "random_points",
     "reference_distance",
@@ -65,6 +74,33 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def http_status(url: str) -> int:
+    """The HTTP status code of a GET of *url* (an error status is returned, not raised)."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def solve_exercise(exercise: Path, assignment: str) -> None:
+    """Fill a student's notebook with the instructor's solutions (markers removed)."""
+    source = json.loads((ROOT / "solutions" / assignment / f"{assignment}.ipynb").read_text())
+    answers = {
+        c["metadata"]["nbgrader"]["grade_id"]: re.sub(
+            r" *### (BEGIN|END) SOLUTION\n", "", "".join(c["source"])
+        )
+        for c in source["cells"]
+        if c["metadata"].get("nbgrader", {}).get("solution")
+    }
+    nb = json.loads(exercise.read_text())
+    for cell in nb["cells"]:
+        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
+        if grade_id in answers:
+            cell["source"] = answers[grade_id]
+    exercise.write_text(json.dumps(nb, indent=1))
 
 
 def run_mpirun(*args: str, ranks: int = 2, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -23,10 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers import free_port, http_status, solve_exercise
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_course_sh import _free_port, _status  # noqa: E402
-from test_edition import _solve  # noqa: E402
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 SCREENSHOTS = Path(os.environ.get("COURSE_SCREENSHOT_DIR", ROOT / "browser-screenshots"))
@@ -51,7 +50,7 @@ class Lab:
     """One `course.sh lab|instructor` server in ``folder``, with its URL and token."""
 
     def __init__(self, folder: Path, mode: str, tmp: Path):
-        self.port = _free_port()
+        self.port = free_port()
         self.log = tmp / f"{mode}.log"
         env = {
             **os.environ,
@@ -229,9 +228,9 @@ def test_student_mode_index_chapter_and_validate(browser, student_lab):
             f"chapters without a link in the index: {sorted(chapters - targets)}"
         )
         for target in targets:
-            assert _status(lab.url(f"api/contents/{urllib.parse.quote(target)}")) == 200, target
+            assert http_status(lab.url(f"api/contents/{urllib.parse.quote(target)}")) == 200, target
         assert "Nbgrader" not in _menu_labels(driver)  # no instructor menu for students
-        assert _status(lab.url("formgrader")) == 404  # and no Formgrader behind it
+        assert http_status(lab.url("formgrader")) == 404  # and no Formgrader behind it
         assert "Jupyter news" not in driver.find_element(By.TAG_NAME, "body").text
     with step(driver, "2-chapter-link"):
         chapter2 = next(
@@ -278,7 +277,7 @@ def test_student_mode_index_chapter_and_validate(browser, student_lab):
         panel = _open_notebook(driver, lab, exercise)
         assert "validation-failed" in _validate(driver, panel)
     with step(driver, "5-validate-solved"):
-        _solve(lab.folder / exercise, "simt")
+        solve_exercise(lab.folder / exercise, "simt")
         panel = _open_notebook(driver, lab, exercise)  # reopened from disk
         assert "validation-success" in _validate(driver, panel)
 

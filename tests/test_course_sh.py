@@ -13,34 +13,20 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from helpers import free_port, http_status
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _status(url: str) -> int:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status
-    except urllib.error.HTTPError as error:
-        return error.code
 
 
 @pytest.mark.slow
 def test_lab_serves_the_course_only_with_its_token(tmp_path):
     if not (ROOT / ".venv" / ".course-install-stamp").exists():
         pytest.skip("runs where ./course.sh has installed .venv (as `./course.sh test` does)")
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "lab.log"
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
     with open(log, "w") as out:
@@ -65,9 +51,9 @@ def test_lab_serves_the_course_only_with_its_token(tmp_path):
         assert token, f"no URL with a token was printed:\n{log.read_text()}"
         assert len(token) >= 32
         base = f"http://127.0.0.1:{port}/api/contents/course"
-        assert _status(base) == 403
-        assert _status(f"{base}?token={'0' * len(token)}") == 403
-        assert _status(f"{base}?token={token}") == 200
+        assert http_status(base) == 403
+        assert http_status(f"{base}?token={'0' * len(token)}") == 403
+        assert http_status(f"{base}?token={token}") == 200
         # listens on loopback only: not reachable through another local address
         with socket.socket() as s:
             addrs = {

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import solve_exercise
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import build_student_edition as edition  # noqa: E402
@@ -149,24 +151,6 @@ def test_build_refuses_a_foreign_folder_and_replaces_an_old_edition(tmp_path, bu
     assert (old / ".git").is_dir() and not (old / "course" / "stale.ipynb").exists()
 
 
-def _solve(exercise: Path, assignment: str) -> None:
-    """Fill the student's notebook with the instructor's solutions (markers removed)."""
-    source = json.loads((ROOT / "solutions" / assignment / f"{assignment}.ipynb").read_text())
-    answers = {
-        c["metadata"]["nbgrader"]["grade_id"]: re.sub(
-            r" *### (BEGIN|END) SOLUTION\n", "", "".join(c["source"])
-        )
-        for c in source["cells"]
-        if c["metadata"].get("nbgrader", {}).get("solution")
-    }
-    nb = json.loads(exercise.read_text())
-    for cell in nb["cells"]:
-        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
-        if grade_id in answers:
-            cell["source"] = answers[grade_id]
-    exercise.write_text(json.dumps(nb, indent=1))
-
-
 def _validate(notebook: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     return subprocess.run(
@@ -188,7 +172,7 @@ def test_solved_exercise_passes_validate_and_survives_a_regeneration(tmp_path, b
     mine = student / "exercises" / "simt" / "simt.ipynb"
     blank = _validate(mine)
     assert "failed" in (blank.stdout + blank.stderr).lower() or blank.returncode != 0
-    _solve(mine, "simt")
+    solve_exercise(mine, "simt")
     solved = mine.read_text()
     assert "NotImplementedError" not in solved
     checked = _validate(mine)
