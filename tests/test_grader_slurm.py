@@ -16,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "slurm"))
 from local_cluster import LocalCluster, missing_requirements
-from test_nbgrader_grading import (
+from nbgrader_driver import (
     assert_all_succeeded,
     hand_in,
     make_course,

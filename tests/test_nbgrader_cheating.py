@@ -20,7 +20,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from test_nbgrader_grading import (
+from nbgrader_driver import (
     assert_all_succeeded,
     hand_in,
     make_course,

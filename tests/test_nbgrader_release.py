@@ -12,9 +12,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from test_nbgrader_grading import ASSIGNMENTS as GRADED_ASSIGNMENTS
-from test_nbgrader_grading import REPO, assert_all_succeeded, make_course, run_nbgrader
-from test_nbgrader_new_assignments import NEW_ASSIGNMENTS
+from nbgrader_driver import ASSIGNMENTS as GRADED_ASSIGNMENTS
+from nbgrader_driver import (
+    NEW_ASSIGNMENTS,
+    REPO,
+    assert_all_succeeded,
+    make_course,
+    run_nbgrader,
+)
 
 ASSIGNMENTS = GRADED_ASSIGNMENTS + NEW_ASSIGNMENTS
 

@@ -9,12 +9,9 @@ checks and the stubs fail them. Runs in the simulator here, on the GPU there.
 
 from __future__ import annotations
 
-import itertools
 import math
-import re
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
 from numba import cuda
@@ -22,6 +19,7 @@ from numba import cuda
 import demos.patterns  # noqa: F401  (adds warp shuffles to the simulator)
 from demos import grading, hardware
 from demos.patterns import checks, kernels, lesson
+from helpers import chapter_exercises
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -128,22 +126,6 @@ CHECKS = {
     "histogram_shared": "check_shared_histogram",
     "warp_sum": "check_warp_sum",
 }
-
-
-def chapter_exercises(chapter: str) -> dict[str, tuple[str, str]]:
-    """name -> (student cell up to its check, model answer) for each "your turn" cell of *chapter*.
-
-    A student cell holds "YOUR CODE" and a ``try:`` around its check; the
-    markdown cell after it holds the model answer in a ```python block.
-    """
-    cells = nbformat.read(ROOT / "course" / chapter, as_version=4).cells
-    found = {}
-    for cell, after in itertools.pairwise(cells):
-        if cell.cell_type == "code" and "YOUR CODE" in cell.source:
-            name = re.search(r"def (\w+)\(", cell.source).group(1)
-            answer = re.search(r"```python\n(.*?)```", after.source, re.DOTALL).group(1)
-            found[name] = (cell.source.split("try:")[0], answer)
-    return found
 
 
 def test_chapter_checks_fail_the_stubs_and_pass_the_answers() -> None:

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_patterns import chapter_exercises
 
 from demos import hardware
 from demos.profiling import lesson, ncu, timeline
 from demos.profiling.sync_counter import SyncCountingModule, counting_module
+from helpers import chapter_exercises
 
 ROOT = Path(__file__).resolve().parents[1]
 
