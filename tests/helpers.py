@@ -7,7 +7,6 @@ the benchmarks check against the same formula as the tests.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import re
@@ -20,7 +19,6 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import numpy as np
 import pytest
 
@@ -31,7 +29,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 __all__ = [
     "assert_distances",
-    "chapter_exercises",
     "free_port",
     "http_status",
     "solve_exercise",
@@ -104,22 +101,6 @@ def solve_exercise(exercise: Path, assignment: str) -> None:
         if grade_id in answers:
             cell["source"] = answers[grade_id]
     exercise.write_text(json.dumps(nb, indent=1))
-
-
-def chapter_exercises(chapter: str) -> dict[str, tuple[str, str]]:
-    """name -> (student cell up to its check, model answer) for each "your turn" cell of *chapter*.
-
-    A student cell holds "YOUR CODE" and a ``try:`` around its check; the
-    markdown cell after it holds the model answer in a ```python block.
-    """
-    cells = nbformat.read(ROOT / "course" / chapter, as_version=4).cells
-    found = {}
-    for cell, after in itertools.pairwise(cells):
-        if cell.cell_type == "code" and "YOUR CODE" in cell.source:
-            name = re.search(r"def (\w+)\(", cell.source).group(1)
-            answer = re.search(r"```python\n(.*?)```", after.source, re.DOTALL).group(1)
-            found[name] = (cell.source.split("try:")[0], answer)
-    return found
 
 
 def run_mpirun(*args: str, ranks: int = 2, timeout: float = 120) -> subprocess.CompletedProcess:

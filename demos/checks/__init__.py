@@ -15,7 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from demos.checks import array_checks, kernel_checks, multigpu_checks, simt_checks
+from demos.checks import (
+    array_checks,
+    kernel_checks,
+    multigpu_checks,
+    pattern_checks,
+    profiling_checks,
+    simt_checks,
+)
 from demos.checks._harness import run_check
 
 ANSWERS_DIR = Path(__file__).resolve().parent / "answers"
@@ -35,6 +42,12 @@ CHECKS: dict[str, tuple[str, Callable[[Any], str]]] = {
     "coalesced_distance_kernel": ("04", kernel_checks.coalesced_distance_kernel),
     "tiled_distance_kernel": ("04", kernel_checks.tiled_distance_kernel),
     "block_sum_kernel": ("04", kernel_checks.block_sum_kernel),
+    "sync_free_total": ("04a", profiling_checks.sync_free_total),
+    "busy_fraction": ("04a", profiling_checks.busy_fraction),
+    "pipelined_time": ("04a", profiling_checks.pipelined_time),
+    "histogram_atomic": ("04b", pattern_checks.histogram_atomic),
+    "histogram_shared": ("04b", pattern_checks.histogram_shared),
+    "warp_sum": ("04b", pattern_checks.warp_sum),
     "split_ranges": ("06", multigpu_checks.split_ranges),
     "matvec_split": ("06", multigpu_checks.matvec_split),
     "split_sum": ("06", multigpu_checks.split_sum),

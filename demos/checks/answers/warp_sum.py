@@ -1,0 +1,29 @@
+from numba import cuda, float32
+
+BLOCK = 64  # threads per block: the check launches blocks of 64
+WARPS = BLOCK // 32
+
+
+@cuda.jit
+def warp_sum(values, partial):
+    shared = cuda.shared.array(WARPS, float32)
+    t = cuda.threadIdx.x
+    lane, warp = t % 32, t // 32
+    acc = float32(0)
+    for i in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):
+        acc += values[i]
+    offset = 16
+    while offset > 0:  # sum within the warp: 16, 8, 4, 2, 1
+        acc += cuda.shfl_down_sync(0xFFFFFFFF, acc, offset)
+        offset //= 2
+    if lane == 0:
+        shared[warp] = acc
+    cuda.syncthreads()
+    if warp == 0:  # the first warp sums the warps' sums
+        acc = shared[lane] if lane < WARPS else float32(0)
+        offset = 16
+        while offset > 0:
+            acc += cuda.shfl_down_sync(0xFFFFFFFF, acc, offset)
+            offset //= 2
+        if lane == 0:
+            partial[cuda.blockIdx.x] = acc
