@@ -12,6 +12,7 @@ a student's own runs go to ``bench-results/`` (git-ignored) unless told otherwis
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import json
 import os
@@ -156,3 +157,29 @@ def show_reference_figures(*names: str) -> None:
             display(Image(filename=str(path)))
         else:
             print(f"Reference figure not found: demos/results/{name}")
+
+
+def add_gpu_bench_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    """The options of every GPU-only benchmark command: ``--output`` and ``--quick``."""
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=DEFAULT_OUTPUT_DIR,
+        help=f"folder for {name}.json (default: bench-results/)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="small sizes: a smoke test, not a reference"
+    )
+
+
+def run_gpu_bench(
+    args: argparse.Namespace, name: str, title: str, run: Callable[[bool], dict[str, Any]]
+) -> int:
+    """Run a GPU-only benchmark and write ``<output>/<name>.json``; without a GPU, say why."""
+    if not hardware.cupy_available():
+        print(f"{title} needs a GPU with CuPy: {hardware.cupy_status()[1]}")
+        return 1
+    results = run(args.quick)
+    path = write_result(Path(args.output) / f"{name}.json", name, results, quick=args.quick)
+    print(f"wrote {path}")
+    return 0

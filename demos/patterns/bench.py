@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -191,24 +190,8 @@ def run(quick: bool = False) -> dict[str, Any]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--output",
-        type=Path,
-        default=record.DEFAULT_OUTPUT_DIR,
-        help="folder for patterns.json (default: bench-results/)",
-    )
-    parser.add_argument(
-        "--quick", action="store_true", help="small sizes: a smoke test, not a reference"
-    )
+    record.add_gpu_bench_arguments(parser, "patterns")
 
 
 def main(args: argparse.Namespace) -> int:
-    if not hardware.cupy_available():
-        print(f"The kernel-patterns benchmark needs a GPU with CuPy: {hardware.cupy_status()[1]}")
-        return 1
-    results = run(args.quick)
-    path = record.write_result(
-        Path(args.output) / "patterns.json", "patterns", results, quick=args.quick
-    )
-    print(f"wrote {path}")
-    return 0
+    return record.run_gpu_bench(args, "patterns", "The kernel-patterns benchmark", run)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -214,24 +213,8 @@ def run(quick: bool = False) -> dict[str, Any]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--output",
-        type=Path,
-        default=record.DEFAULT_OUTPUT_DIR,
-        help="folder for profiling.json (default: bench-results/)",
-    )
-    parser.add_argument(
-        "--quick", action="store_true", help="small sizes: a smoke test, not a reference"
-    )
+    record.add_gpu_bench_arguments(parser, "profiling")
 
 
 def main(args: argparse.Namespace) -> int:
-    if not hardware.cupy_available():
-        print(f"The profiling benchmark needs a GPU with CuPy: {hardware.cupy_status()[1]}")
-        return 1
-    results = run(args.quick)
-    path = record.write_result(
-        Path(args.output) / "profiling.json", "profiling", results, quick=args.quick
-    )
-    print(f"wrote {path}")
-    return 0
+    return record.run_gpu_bench(args, "profiling", "The profiling benchmark", run)
