@@ -24,6 +24,7 @@ import numpy as np
 
 import demos  # noqa: F401  (enables the CUDA simulator when there is no GPU)
 from demos import hardware
+from demos.distance.reference import reference_distance as reference_distances
 from demos.numba_advice import silence_advice
 from demos.grading import standin
 from demos.grading.checks import (
@@ -55,11 +56,32 @@ from demos.grading.watch import (
 )
 
 __all__ = [
-    "SECRET_VARIABLE", "SIMULATED_DEVICE_COUNT", "DeviceLog", "GpuDevice", "GradingFailure",
-    "GuardedOutput", "Launch", "SimulatedDevice", "Watched", "array_module", "assert_close",
-    "assert_equal", "check", "check_untampered", "device_array_module", "devices",
-    "get_array_module", "hidden_test", "is_course_code", "rng", "seed_for", "standin",
-    "to_numpy", "uses_course_code", "watch",
+    "SECRET_VARIABLE",
+    "SIMULATED_DEVICE_COUNT",
+    "DeviceLog",
+    "GpuDevice",
+    "GradingFailure",
+    "GuardedOutput",
+    "Launch",
+    "SimulatedDevice",
+    "Watched",
+    "array_module",
+    "assert_close",
+    "assert_equal",
+    "check",
+    "check_untampered",
+    "device_array_module",
+    "devices",
+    "get_array_module",
+    "hidden_test",
+    "is_course_code",
+    "reference_distances",
+    "rng",
+    "seed_for",
+    "standin",
+    "to_numpy",
+    "uses_course_code",
+    "watch",
 ]
 
 
