@@ -158,8 +158,18 @@ def _menu_labels(driver) -> list[str]:
 
 
 def _open_notebook(driver, lab: Lab, path: str):
-    driver.get(lab.url(f"lab/tree/{path}"))
+    # `reset` starts from an empty layout: a notebook restored from the previous page
+    # (still visible for a moment) must not be taken for this one.
+    driver.get(lab.url(f"lab/tree/{path}") + "&reset")
     panel = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+    name = Path(path).name
+    _wait(driver, 90).until(
+        lambda d: any(
+            name in t.text
+            for t in d.find_elements(By.CSS_SELECTOR, ".lm-TabBar-tab.lm-mod-current")
+        )
+    )
+    _wait(driver, 90).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, panel)) == 1)
     _wait(driver, 90).until(
         EC.presence_of_element_located((By.CSS_SELECTOR, f"{panel} .jp-Notebook .jp-Cell"))
     )
