@@ -83,6 +83,26 @@ def _works(args: list[str]) -> bool:
         return False
 
 
+# What every sandboxed kernel gets from bubblewrap (and what detect_level probes):
+# no network, its own process tree, IPC and host name, killed with its parent, no
+# terminal to inject into, the file system read-only, fresh /dev and /proc.
+_ISOLATION = (
+    "--unshare-net",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--die-with-parent",
+    "--new-session",
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+)
+
+
 def detect_level() -> str:
     """The strongest isolation this machine offers (see the module docstring).
 
@@ -95,19 +115,7 @@ def detect_level() -> str:
         return chosen
     root = os.geteuid() == 0
     bwrap = shutil.which("bwrap")
-    probe = [
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--unshare-net",
-        "--unshare-pid",
-        "--die-with-parent",
-        "true",
-    ]
+    probe = [*_ISOLATION, "true"]  # the isolation the kernel will get, around a no-op
     if (
         root
         and bwrap
@@ -115,7 +123,7 @@ def detect_level() -> str:
         and _works(
             [
                 bwrap,
-                *probe[:-1],
+                *_ISOLATION,
                 "setpriv",
                 f"--reuid={BASE_UID}",
                 f"--regid={BASE_UID}",
@@ -156,21 +164,7 @@ def course_environment_paths() -> list[str]:
 
 def _bwrap_arguments(policy: Policy, workdir: str) -> list[str]:
     """bubblewrap options: hide, then put back read-only and writable folders."""
-    args = [
-        "--unshare-net",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--die-with-parent",
-        "--new-session",
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-    ]
+    args = list(_ISOLATION)
     # GPU device files, so that a GPU grader grades on the GPU as the students ran it.
     for device in sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri")):
         args += ["--dev-bind", device, device]
