@@ -43,25 +43,34 @@ def is_course_kernel(kernel: Any) -> bool:
     return uses_course_code(fn) or fn.__code__ in _course_code_objects()
 
 
-def _reads(log: AccessLog, name: str, n: int) -> tuple[int, int]:
-    counts = [log.reads.get((name, (i,)), 0) for i in range(n)]
-    return min(counts), max(counts)
+def _counted_launch(
+    kernel: Any, values: np.ndarray, out: np.ndarray, out_name: str, blocks: int, threads: int
+) -> tuple[AccessLog, np.ndarray, dict[str, int]]:
+    """Run ``kernel[blocks, threads](values, out)`` in the simulator with every access counted.
+
+    Returns the log, the (wrapped) output and how often the least- and the most-read
+    input value was read: each should be read exactly once.
+    """
+    log = AccessLog()
+    wrapped_values = log.wrap(np.ascontiguousarray(values), "values")
+    wrapped_out = log.wrap(out, out_name)
+    with log.counting():
+        simulated(kernel)[blocks, threads](wrapped_values, wrapped_out)
+    counts = [log.reads.get(("values", (i,)), 0) for i in range(len(values))]
+    reads = {"fewest_reads_of_a_value": min(counts), "most_reads_of_a_value": max(counts)}
+    return log, wrapped_out, reads
 
 
 def histogram_report(
     kernel: Any, values: np.ndarray, n_bins: int, blocks: int, threads: int
 ) -> dict:
     """Run a histogram kernel ``kernel[blocks, threads](values, bins)`` counted; what it did."""
-    log = AccessLog()
-    wrapped_values = log.wrap(np.ascontiguousarray(values), "values")
-    bins = log.wrap(np.zeros(n_bins, np.int32), "bins")
-    with log.counting():
-        simulated(kernel)[blocks, threads](wrapped_values, bins)
-    fewest, most = _reads(log, "values", len(values))
+    log, bins, reads = _counted_launch(
+        kernel, values, np.zeros(n_bins, np.int32), "bins", blocks, threads
+    )
     return {
         "counts": np.asarray(bins).copy(),
-        "fewest_reads_of_a_value": fewest,
-        "most_reads_of_a_value": most,
+        **reads,
         "plain_writes_to_bins": log.total(log.writes, "bins"),
         "atomics_on_bins": log.total(log.atomics, "bins"),
         "most_atomics_per_bin_and_block": log.max_atomics_per_bin_and_block("bins"),
@@ -72,16 +81,12 @@ def histogram_report(
 def block_sum_report(kernel: Any, values: np.ndarray, blocks: int, threads: int) -> dict:
     """Run ``kernel[blocks, threads](values, partial)`` counted (one partial sum per block
     expected)."""
-    log = AccessLog()
-    wrapped_values = log.wrap(np.ascontiguousarray(values), "values")
-    partial = log.wrap(np.zeros(blocks, values.dtype), "partial")
-    with log.counting():
-        simulated(kernel)[blocks, threads](wrapped_values, partial)
-    fewest, most = _reads(log, "values", len(values))
+    log, partial, reads = _counted_launch(
+        kernel, values, np.zeros(blocks, values.dtype), "partial", blocks, threads
+    )
     return {
         "partial": np.asarray(partial).copy(),
-        "fewest_reads_of_a_value": fewest,
-        "most_reads_of_a_value": most,
+        **reads,
         "writes_to_partial": log.total(log.writes, "partial"),
         "atomics": log.total(log.atomics, "partial") + log.total(log.atomics, "values"),
         "barriers_per_thread": log.barriers / (blocks * threads),
