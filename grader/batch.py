@@ -13,11 +13,13 @@ the command that grades them again; nothing of the others is lost.
 
 from __future__ import annotations
 
+import functools
 import json
+import multiprocessing
 import os
 import queue
 import shutil
-import subprocess
+import signal
 import sys
 import time
 import warnings
@@ -27,25 +29,7 @@ from pathlib import Path
 
 from grader import sandbox
 from grader.check import check_submission
-
-#: Runs in the student's course copy: nbgrader's API with the copy's config.
-_WORKER = r"""
-import ctypes, json, os, signal, sys
-ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: end with the grading command
-if os.getppid() == 1:
-    sys.exit("the grading command has ended")
-from traitlets.config.loader import PyFileConfigLoader
-from nbgrader.apps import NbGraderAPI
-from nbgrader.coursedir import CourseDirectory
-root, assignment, student = sys.argv[1:4]
-os.chdir(root)
-config = PyFileConfigLoader("nbgrader_config.py", path=root).load_config()
-api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
-result = api.autograde(assignment, student, force=True, create=True)
-with open(os.path.join(root, "result.json"), "w") as f:
-    json.dump({"success": bool(result["success"]), "log": result.get("log") or "",
-               "error": result.get("error") or ""}, f)
-"""
+from grader.flags import FLAGS_ENV
 
 _CONFIG = """\
 # Made by grader.batch for one student's course copy; do not edit.
@@ -167,7 +151,7 @@ def student_copy(batch: Batch, student: str, template: Path, uid: int | None) ->
         cpu_seconds=batch.cpu_seconds,
         processes=batch.processes,
         hide=[str(batch.course), str(batch.work), "/root", "/home", "/tmp", "/var/tmp", "/dev/shm"],
-        readonly=sandbox.course_environment_paths(),
+        readonly=sandbox.course_environment_paths(private=[batch.course, batch.work]),
         writable=[str(runtime)],
     )
     policy.save(root / "policy.json")
@@ -186,6 +170,24 @@ def student_copy(batch: Batch, student: str, template: Path, uid: int | None) ->
     return root
 
 
+@functools.cache
+def _forkserver() -> multiprocessing.context.BaseContext:
+    """The context whose processes fork from one server with nbgrader already imported."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["grader.autograde_one"])
+    return context
+
+
+def _kill_group(pid: int) -> None:
+    """Kill a grading process and everything in its session (its kernel included)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    except PermissionError:  # not yet its own session leader: only the process itself
+        os.kill(pid, signal.SIGKILL)
+
+
 def grade_student(batch: Batch, student: str, template: Path, uid: int | None) -> Outcome:
     """Check, then autograde one student in their own copy; never raises."""
     started = time.monotonic()
@@ -199,23 +201,20 @@ def grade_student(batch: Batch, student: str, template: Path, uid: int | None) -
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
         env["JUPYTER_PATH"] = f"{root / 'jupyter'}{os.pathsep}{env.get('JUPYTER_PATH', '')}"
         env["JUPYTER_RUNTIME_DIR"] = str(root / "runtime")
-        env["GRADER_FLAGS_FILE"] = str(root / "flags.jsonl")
+        env[FLAGS_ENV] = str(root / "flags.jsonl")
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        with open(root / "autograde.log", "w") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-c", _WORKER, str(root), batch.assignment, student],
-                cwd=root,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            try:
-                proc.wait(timeout=batch.wall_seconds)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, 9)
-                proc.wait()
-                outcome.flags.append(f"stopped after the {batch.wall_seconds} s limit per notebook")
+        from grader import autograde_one  # nbgrader's imports: only when grading
+
+        proc = _forkserver().Process(
+            target=autograde_one.grade,
+            args=(str(root), batch.assignment, student, env, str(root / "autograde.log")),
+        )
+        proc.start()
+        proc.join(timeout=batch.wall_seconds)
+        if proc.is_alive():
+            _kill_group(proc.pid)
+            proc.join()
+            outcome.flags.append(f"stopped after the {batch.wall_seconds} s limit per notebook")
         if uid is not None:
             sandbox.kill_user_processes(uid)
         result_file = root / "result.json"
@@ -228,8 +227,8 @@ def grade_student(batch: Batch, student: str, template: Path, uid: int | None) -
             outcome.status = "graded"
         else:
             outcome.status = "failed"
-            if proc.returncode not in (0, None) and not any("limit" in f for f in outcome.flags):
-                outcome.flags.append(f"grading process ended with status {proc.returncode}")
+            if proc.exitcode not in (0, None) and not any("limit" in f for f in outcome.flags):
+                outcome.flags.append(f"grading process ended with status {proc.exitcode}")
             elif result:
                 outcome.flags.append(
                     "nbgrader: " + (result["error"] or result["log"]).strip().splitlines()[-1][:200]

@@ -32,7 +32,8 @@ from grader import sandbox
 CLASS_OF_20 = ["good"] * 12 + ["partial"] * 4 + ["looping", "memory", "hostile", "hostile"]
 _EXTRA_CELL = {
     "looping": "while True:\n    pass",
-    "memory": "hog = []\nwhile True:\n    hog.append(bytearray(1 << 28))",
+    # writes every byte, so the memory is really used (not only reserved)
+    "memory": "hog = []\nwhile True:\n    hog.append(b'x' * (1 << 28))",
     "hostile": "get_ipython().input_transformers_post.append(lambda lines: [])\n"
     "import glob\nfor path in glob.glob('../../../*.db'):\n"
     "    open(path, 'w').write('')",
@@ -103,7 +104,7 @@ def _nbgrader(course: Path, *args: str) -> float:
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     started = time.monotonic()
     subprocess.run(
-        [str(Path(sys.executable).parent / "nbgrader"), *args],
+        [sys.executable, "-m", "nbgrader", *args],
         cwd=course,
         env=env,
         check=True,
@@ -137,6 +138,7 @@ def bench(
         "assignments": {},
     }
     with tempfile.TemporaryDirectory(prefix="grader-bench-") as tmp:
+        Path(tmp).chmod(0o711)  # the sandbox user walks through it at the "uid" level
         for assignment in assignments:
             copy = _course_copy(course, Path(tmp) / assignment)
             _nbgrader(copy, "generate_assignment", assignment)
@@ -167,6 +169,7 @@ def bench(
                         "score": o.score,
                         "status": o.status,
                         "flagged": bool(o.flags),
+                        "flags": o.flags,
                         "seconds": o.seconds,
                     }
                 )
@@ -184,6 +187,8 @@ def bench(
                         "not_graded": sum(x["status"] != "graded" for x in v),
                         "flagged": sum(x["flagged"] for x in v),
                         "mean_seconds": round(sum(x["seconds"] for x in v) / len(v), 1),
+                        # what the reviewer is told, once per distinct text
+                        "flags": sorted({f for x in v for f in x["flags"]}),
                     }
                     for kind, v in per_kind.items()
                 },

@@ -26,8 +26,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import hmac
-import json
-import os
 import secrets
 from typing import Any
 
@@ -36,10 +34,10 @@ from nbformat import NotebookNode
 from nbgrader import utils
 from nbgrader.preprocessors import Execute, SaveAutoGrades
 
+from grader.flags import record_flag
+
 INTEGRITY_ERROR = "GradingIntegrityError"
 STDERR_LABEL = "[stderr, not counted as an error] "
-#: Where flagged cells are listed (one JSON line each), when the grader sets it.
-FLAGS_ENV = "GRADER_FLAGS_FILE"
 
 # Evaluated by IPython outside every transformer: the state a student would have
 # to change to skip or rewrite a test cell.
@@ -122,13 +120,6 @@ def _scrub(cell: NotebookNode, token: str) -> None:
     ]
 
 
-def _record_flag(grade_id: str, reason: str) -> None:
-    path = os.environ.get(FLAGS_ENV)
-    if path:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"grade_id": grade_id, "reason": reason}) + "\n")
-
-
 class GuardedExecute(Execute):
     """nbgrader's ``Execute`` plus the run-time integrity check and the stderr fix."""
 
@@ -174,7 +165,7 @@ class GuardedExecute(Execute):
         if reason:
             grade_id = cell.metadata["nbgrader"].get("grade_id", "")
             self.log.warning("Integrity check failed in cell %s: %s", grade_id, reason)
-            _record_flag(grade_id, reason)
+            record_flag(grade_id, reason)
             cell.outputs.append(
                 NotebookNode(
                     output_type="error",

@@ -22,9 +22,9 @@ allows:
     user id: make its folders and their parents ``o+rx``): resource limits
     only, with a warning.
 
-Every level sets limits on memory (``RLIMIT_DATA``, which counts what NumPy
-allocates but not the address space a CUDA driver reserves), CPU time,
-processes and file size.
+Every level limits memory (the resident memory a notebook really writes, kept
+by :mod:`grader.memory_watch`, so that a GPU kernel is not stopped for the
+address space its libraries reserve), CPU time, processes and file size.
 """
 
 from __future__ import annotations
@@ -154,11 +154,23 @@ def detect_level() -> str:
     return "limits"
 
 
-def course_environment_paths() -> list[str]:
-    """Folders the kernel must read: the Python environment, its base interpreter, ``demos``."""
+def course_environment_paths(private: list[Path] | tuple[Path, ...] = ()) -> list[str]:
+    """Folders the kernel must read: the Python environment, its base interpreter, ``demos``.
+
+    ``PYTHONPATH`` folders count too (clusters often provide packages that way),
+    except one that is, holds or lies inside a *private* folder: the course
+    root, for instance, holds ``solutions/`` and must not be put back.
+    """
     import demos
 
     paths = [sys.prefix, sys.base_prefix, str(Path(demos.__file__).resolve().parent)]
+    hidden = [Path(os.path.realpath(p)) for p in private]
+    for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if not entry or not os.path.isdir(entry):
+            continue
+        real = Path(os.path.realpath(entry))
+        if not any(real.is_relative_to(p) or p.is_relative_to(real) for p in hidden):
+            paths.append(str(real))
     return list(dict.fromkeys(os.path.realpath(p) for p in paths))
 
 

@@ -67,7 +67,7 @@ try:
 except Exception as error:
     print("no process", type(error).__name__)
 try:
-    hog = bytearray(6 << 30)
+    hog = bytearray(64 << 30)  # beyond the backstop: refused at once
     print("GOT MEMORY")
 except MemoryError:
     print("memory limited")
@@ -158,6 +158,10 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     looping.cells.insert(1, nbformat.v4.new_code_cell("import time\ntime.sleep(3)"))
     looping.cells.insert(2, nbformat.v4.new_code_cell("while True:\n    pass"))
     _hand_in(root, "lou", looping)
+
+    greedy = _solution(root)  # writes 3 GB, over the 2G limit below
+    greedy.cells.insert(1, nbformat.v4.new_code_cell('hog = b"x" * (3 << 30)'))
+    _hand_in(root, "greta", greedy)
 
     watched = [
         root / "nbgrader_config.py",
@@ -272,7 +276,15 @@ def test_wall_time_limit_stops_a_looping_notebook(graded) -> None:
     lou = graded["summary"]["lou"]
     assert lou["status"] == "failed" and lou["seconds"] < 90, lou
     assert any("limit per notebook" in f for f in lou["flags"])
-    assert "--student lou" in graded["proc"].stdout  # the regrade command
+    # the regrade command names every student not graded
+    assert re.search(r"--student \S*\blou\b", graded["proc"].stdout), graded["proc"].stdout
+
+
+def test_memory_limit_stops_a_notebook_that_writes_too_much(graded) -> None:
+    greta = graded["summary"]["greta"]
+    assert greta["status"] == "failed", greta
+    assert any(f.startswith("memory: the notebook used") for f in greta["flags"]), greta
+    assert _score(graded, "alice") == (10, 10)  # the others are graded as usual
 
 
 def test_attacks_change_nothing_outside_the_students_own_folder(graded) -> None:

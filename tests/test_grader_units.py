@@ -177,6 +177,49 @@ def test_sandbox_command_hides_the_course_and_drops_the_user(tmp_path: Path) -> 
     assert "CANNOT" in sandbox.LEVEL_MEANING["uid"]
 
 
+def test_pythonpath_folders_are_readable_in_the_sandbox_unless_they_show_the_course(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "cluster-software"
+    shared.mkdir()
+    course = tmp_path / "course"
+    (course / "src").mkdir(parents=True)
+    monkeypatch.setenv(
+        "PYTHONPATH", ":".join([str(shared), str(course), str(course / "src"), str(tmp_path)])
+    )
+    paths = sandbox.course_environment_paths(private=[course])
+    assert str(shared.resolve()) in paths
+    # the course itself, a folder inside it, and a folder holding it stay hidden
+    for secret in (course, course / "src", tmp_path):
+        assert str(secret.resolve()) not in paths
+
+
+def test_memory_watcher_stops_a_process_tree_that_writes_too_much() -> None:
+    import subprocess
+    import sys
+
+    from grader import memory_watch
+
+    # a child that writes 400 MB, under a parent that uses almost nothing
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys; subprocess.run([sys.executable, '-c', "
+            '\'import time; x = bytearray(400 << 20); x[::4096] = b"y" * len(x[::4096]); '
+            "time.sleep(60)'])",
+        ]
+    )
+    reports = []
+    try:
+        memory_watch.watch(parent.pid, 200 << 20, None, reports.append, interval=0.05)
+        assert parent.wait(timeout=10) == -9
+    finally:
+        parent.kill()
+    assert len(reports) == 1 and reports[0] > 200 << 20
+    assert memory_watch.data_backstop(4 << 30) > 8 << 30  # room for a GPU library's reservations
+
+
 def _gradebook(path: Path) -> Path:
     from nbgrader.api import Gradebook
 

@@ -1,0 +1,56 @@
+"""One student's ``nbgrader autograde``, forked from a process that has nbgrader loaded.
+
+Importing nbgrader takes about 3 s on the course's 2-core machine (most of it
+in ``jsonschema``'s format checker, which nbformat pulls in and which compiles a
+grammar at import), which was half of a student's grading time. So
+:mod:`grader.batch` starts one multiprocessing *forkserver* that imports this
+module once, and each student is graded in a fresh fork of it: a clean process
+of its own (its own session, its own environment, killed with the grading
+command) without paying for the imports again.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import sys
+
+# Loaded once, in the forkserver; every fork starts with these modules in memory.
+from nbgrader.apps import NbGraderAPI
+from nbgrader.coursedir import CourseDirectory
+from traitlets.config.loader import PyFileConfigLoader
+
+_PR_SET_PDEATHSIG = 1
+
+
+def grade(root: str, assignment: str, student: str, env: dict[str, str], log: str) -> None:
+    """Autograde *student* in their course copy *root*; the outcome goes to ``result.json``.
+
+    Runs in a forked child: it makes itself a session leader (so the grading
+    command can kill it and the kernel it starts as one group), dies with the
+    forkserver, and takes *env* as its whole environment.
+    """
+    os.setsid()
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() == 1:
+        sys.exit("the grading command has ended")
+    descriptor = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    for stream in (1, 2):
+        os.dup2(descriptor, stream)
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(root)
+    config = PyFileConfigLoader("nbgrader_config.py", path=root).load_config()
+    api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+    result = api.autograde(assignment, student, force=True, create=True)
+    with open(os.path.join(root, "result.json"), "w") as f:
+        json.dump(
+            {
+                "success": bool(result["success"]),
+                "log": result.get("log") or "",
+                "error": result.get("error") or "",
+            },
+            f,
+        )

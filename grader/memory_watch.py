@@ -1,0 +1,120 @@
+"""The grading sandbox's memory limit: a watcher that counts what a kernel really uses.
+
+An address-space or data-segment limit (``RLIMIT_AS``, ``RLIMIT_DATA``) is the
+usual way to cap a process's memory, but a GPU kernel cannot live with one at a
+useful size: on an H200, Keras on JAX training chapter 5's small network maps
+8.7 GB of data segment (thread stacks, the CUDA libraries' heaps) and fails to
+start its threads under a 4 GB ``RLIMIT_DATA``, while a CPU kernel running the
+same notebook needs a fraction of that. The same correct notebook would score
+10/10 on a CPU grader and 0 on a GPU grader.
+
+So the limit is on *anonymous resident memory* (``RssAnon`` in
+``/proc/PID/status``): the pages a program has really written, such as NumPy
+arrays, and not the shared libraries it maps or the address space it only
+reserves. A watcher process polls it for the kernel and everything it started
+(and, with a user id of its own, every process of that user); over the limit
+it kills them all and leaves a flag for the reviewer. The kernel launcher also
+keeps a far larger ``RLIMIT_DATA`` (see :func:`data_backstop`) so that one
+absurd allocation still fails at once with a ``MemoryError``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+#: Room above the memory limit for address space that is reserved, not used.
+BACKSTOP_EXTRA = 32 << 30
+
+
+def data_backstop(memory_bytes: int) -> int:
+    """The ``RLIMIT_DATA`` that goes with a memory limit: only absurd requests fail."""
+    return memory_bytes + BACKSTOP_EXTRA
+
+
+def _status(pid: int) -> dict[str, str]:
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        fields[key] = value.strip()
+    return fields
+
+
+def _processes() -> dict[int, dict[str, str]]:
+    found = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                found[int(entry.name)] = _status(int(entry.name))
+            except OSError:  # ended while we looked
+                pass
+    return found
+
+
+def watched(root: int, uid: int | None) -> dict[int, int]:
+    """Anonymous resident bytes of *root*, its descendants and (if given) user *uid*'s processes."""
+    table = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, fields in table.items():
+        children.setdefault(int(fields.get("PPid", "0")), []).append(pid)
+    members = {root} if root in table else set()
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in members:
+                members.add(child)
+                stack.append(child)
+    if uid is not None:
+        members |= {pid for pid, f in table.items() if int(f.get("Uid", "-1 ").split()[0]) == uid}
+    members.discard(os.getpid())  # the watcher is the kernel's child too
+    usage = {}
+    for pid in members:
+        anon = table[pid].get("RssAnon", "0 kB").split()[0]
+        usage[pid] = int(anon) * 1024
+    return usage
+
+
+def watch(
+    root: int,
+    limit: int,
+    uid: int | None,
+    on_exceeded: Callable[[int], None],
+    interval: float = 0.2,
+) -> None:
+    """Poll until *root* ends; over *limit*, call *on_exceeded*, then kill what is watched."""
+    while True:
+        usage = watched(root, uid)
+        if root not in usage:
+            return
+        total = sum(usage.values())
+        if total > limit:
+            # Report first: the watcher dies with the kernel (its parent).
+            on_exceeded(total)
+            for pid in usage:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            return
+        time.sleep(interval)
+
+
+def start_watcher(limit: int, uid: int | None, on_exceeded: Callable[[int], None]) -> None:
+    """Fork a watcher of this process (which is about to ``exec`` the kernel)."""
+    kernel = os.getpid()
+    if os.fork():
+        return
+    # The watcher: immune to the interrupts jupyter_client sends the kernel's
+    # process group, gone if the kernel's launcher disappears.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    try:
+        if os.getppid() == kernel:
+            watch(kernel, limit, uid, on_exceeded)
+    finally:
+        os._exit(0)
