@@ -35,6 +35,13 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 
+# `python -m grader autograde` (grader/): assignments whose tests need no GPU are
+# graded with the GPUs hidden from the notebook. The cnn tests check the model's
+# structure and one forward pass against NumPy, the same on any device, and many
+# notebooks starting CUDA at once on one GPU grade several times slower.
+# (nbgrader itself ignores this section.)
+c.Grader.without_gpu = ["cnn"]
+
 # What students see in place of the instructor's solution.
 c.ClearSolutions.code_stub = {
     "python": '# YOUR CODE HERE: replace this line with your solution\n'

@@ -26,10 +26,14 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grader import sandbox
 from grader.check import check_submission
 from grader.flags import FLAGS_ENV
+
+if TYPE_CHECKING:
+    from traitlets.config import Config
 
 _CONFIG = """\
 # Made by grader.batch for one student's course copy; do not edit.
@@ -70,11 +74,20 @@ class Batch:
     cpu_seconds: int = 600
     processes: int = 512
     level: str = ""
+    #: Threads per notebook for the numerical libraries; 0: this machine's cores
+    #: shared out among the workers.
+    threads: int = 0
+    #: Whether notebooks see the GPUs; None: yes, unless the course's
+    #: ``c.Grader.without_gpu`` lists the assignment.
+    gpu: bool | None = None
 
     def __post_init__(self) -> None:
         self.course = self.course.resolve()
         self.work = self.work.resolve()
         self.level = self.level or sandbox.detect_level()
+        self.threads = self.threads or max(1, len(os.sched_getaffinity(0)) // self.workers)
+        if self.gpu is None:
+            self.gpu = self.assignment not in course_setting(self.course, "without_gpu", [])
 
 
 def students_of(course: Path, assignment: str) -> list[str]:
@@ -150,6 +163,8 @@ def student_copy(batch: Batch, student: str, template: Path, uid: int | None) ->
         memory_bytes=batch.memory_bytes,
         cpu_seconds=batch.cpu_seconds,
         processes=batch.processes,
+        threads=batch.threads,
+        gpu=bool(batch.gpu),
         hide=[str(batch.course), str(batch.work), "/root", "/home", "/tmp", "/var/tmp", "/dev/shm"],
         readonly=sandbox.course_environment_paths(private=[batch.course, batch.work]),
         writable=[str(runtime)],
@@ -287,11 +302,22 @@ def _merge_scores(batch: Batch, outcome: Outcome, root: Path) -> None:
             outcome.flags.append("needs manual grading")
 
 
-def _course_id(course: Path) -> str:
+def _course_config(course: Path) -> Config:
     from traitlets.config.loader import PyFileConfigLoader
 
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
-    return config.CourseDirectory.get("course_id", "default_course")
+    return PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+
+
+def _course_id(course: Path) -> str:
+    return _course_config(course).CourseDirectory.get("course_id", "default_course")
+
+
+def course_setting(course: Path, name: str, default: object) -> object:
+    """A grading setting of the course, ``c.Grader.<name>`` in its nbgrader_config.py.
+
+    nbgrader itself ignores the ``Grader`` section; only this package reads it.
+    """
+    return _course_config(course).Grader.get(name, default)
 
 
 def run(batch: Batch, students: list[str], progress: bool = True) -> list[Outcome]:

@@ -99,6 +99,22 @@ def hardware() -> dict:
     }
 
 
+def cell_scores(course: Path, assignment: str, student: str) -> dict[str, float | None]:
+    """Each graded cell's automatic score of one student, from the course's gradebook."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        try:
+            submission = gradebook.find_submission(assignment, student)
+        except MissingEntry:  # never merged: not graded
+            return {}
+        return {
+            grade.name: grade.auto_score
+            for notebook in submission.notebooks
+            for grade in notebook.grades
+        }
+
+
 def _nbgrader(course: Path, *args: str) -> float:
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
@@ -174,8 +190,11 @@ def bench(
                     }
                 )
             serial_mean = sum(serial_times) / max(1, len(serial_times))
+            first_of_kind = {k: s for s, k in reversed(kinds.items())}
             result["assignments"][assignment] = {
                 "wall_seconds": round(wall, 1),
+                "threads_per_notebook": run.threads,
+                "gpu": run.gpu,
                 "serial_nbgrader_seconds_per_notebook": round(serial_mean, 2),
                 "serial_sample": len(serial_times),
                 "estimated_serial_seconds": round(serial_mean * students, 1),
@@ -189,6 +208,8 @@ def bench(
                         "mean_seconds": round(sum(x["seconds"] for x in v) / len(v), 1),
                         # what the reviewer is told, once per distinct text
                         "flags": sorted({f for x in v for f in x["flags"]}),
+                        # to compare graders cell by cell (CPU against GPU)
+                        "cell_scores": cell_scores(copy, assignment, first_of_kind[kind]),
                     }
                     for kind, v in per_kind.items()
                 },

@@ -64,6 +64,10 @@ class Policy:
     cpu_seconds: int = 600
     processes: int = 512
     file_bytes: int = 1 << 30
+    #: Threads each numerical library may start (0: its own default, all cores).
+    threads: int = 0
+    #: Whether the kernel sees the GPUs (False for assignments whose tests need none).
+    gpu: bool = True
     hide: list[str] = field(default_factory=list)
     readonly: list[str] = field(default_factory=list)
     writable: list[str] = field(default_factory=list)
@@ -174,12 +178,52 @@ def course_environment_paths(private: list[Path] | tuple[Path, ...] = ()) -> lis
     return list(dict.fromkeys(os.path.realpath(p) for p in paths))
 
 
+#: The thread pools of NumPy's BLAS, OpenMP, Numba and TensorFlow, each sized to
+#: every core of the machine unless told otherwise.
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "NUMBA_NUM_THREADS",
+    "TF_NUM_INTRAOP_THREADS",
+    "TF_NUM_INTEROP_THREADS",
+)
+
+
+def kernel_environment(policy: Policy) -> dict[str, str]:
+    """Variables the kernel starts with: its share of the cores and, maybe, no GPU.
+
+    Sixteen notebooks graded at once on sixteen cores, each with libraries that
+    start a thread per core, would run 256 busy threads; a share each keeps the
+    machine at one thread per core. A kernel without the GPU is told so in the
+    variables CUDA, JAX and TensorFlow read, so that none of them tries to start one.
+    """
+    env = {}
+    if policy.threads > 0:
+        env = dict.fromkeys(THREAD_VARIABLES, str(policy.threads))
+        if policy.threads == 1:
+            env["XLA_FLAGS"] = " ".join(
+                filter(
+                    None,
+                    [
+                        os.environ.get("XLA_FLAGS", ""),
+                        "--xla_cpu_multi_thread_eigen=false",
+                        "intra_op_parallelism_threads=1",
+                    ],
+                )
+            )
+    if not policy.gpu:
+        env |= {"CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu"}
+    return env
+
+
 def _bwrap_arguments(policy: Policy, workdir: str) -> list[str]:
     """bubblewrap options: hide, then put back read-only and writable folders."""
     args = list(_ISOLATION)
     # GPU device files, so that a GPU grader grades on the GPU as the students ran it.
-    for device in sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri")):
-        args += ["--dev-bind", device, device]
+    if policy.gpu:
+        for device in sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri")):
+            args += ["--dev-bind", device, device]
     hidden: list[str] = []
     for path in sorted(set(policy.hide), key=len):
         if os.path.isdir(path) and not any(path.startswith(h + "/") for h in hidden):

@@ -13,7 +13,7 @@ import sys
 
 from grader.flags import record_flag
 from grader.memory_watch import data_backstop, start_watcher
-from grader.sandbox import Policy, kernel_command
+from grader.sandbox import Policy, kernel_command, kernel_environment
 
 
 def _report_memory(used: int) -> None:
@@ -48,6 +48,7 @@ def main(argv: list[str]) -> None:
     # The kernel cannot see nbgrader's process id from its own process tree; the
     # sandbox ends the kernel when nbgrader goes instead.
     os.environ.pop("JPY_PARENT_PID", None)
+    os.environ.update(kernel_environment(policy))
     start_watcher(policy.memory_bytes, policy.uid, _report_memory)
     apply_limits(policy)
     os.execvp(command[0], command)

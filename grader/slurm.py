@@ -65,6 +65,7 @@ def run_slurm(
     batch_mod.prepare(run)
     settings = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(run).items()}
     settings["level"] = ""  # each node finds out what it can isolate
+    settings["threads"] = 1  # each task has one CPU (--cpus-per-task=1)
     (run.work / "batch.json").write_text(json.dumps({**settings, "students": students}))
     for student in students:
         (run.work / student / "outcome.json").unlink(missing_ok=True)

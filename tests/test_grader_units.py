@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 import stat
 import zipfile
 from pathlib import Path
@@ -11,6 +12,7 @@ import nbformat
 import pytest
 
 from grader import sandbox
+from grader.batch import Batch, course_setting
 from grader.check import scan_code
 from grader.collect import collect_all, safe_id, student_and_file
 from grader.preprocessors import STDERR_LABEL, stderr_to_stdout
@@ -175,6 +177,37 @@ def test_sandbox_command_hides_the_course_and_drops_the_user(tmp_path: Path) -> 
     assert command.index("--reuid=61003") > command.index("--")  # dropped inside the box
     assert sandbox.detect_level() in sandbox.LEVEL_MEANING
     assert "CANNOT" in sandbox.LEVEL_MEANING["uid"]
+
+
+def test_kernel_gets_its_share_of_the_cores_and_no_gpu_where_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sandbox.glob, "glob", lambda pattern: ["/dev/nvidia0", "/dev/nvidiactl"])
+    shared = sandbox.Policy(level="bwrap", threads=4)
+    env = sandbox.kernel_environment(shared)
+    assert {env[name] for name in sandbox.THREAD_VARIABLES} == {"4"}
+    assert "CUDA_VISIBLE_DEVICES" not in env and "XLA_FLAGS" not in env
+    assert "--dev-bind /dev/nvidia0" in " ".join(sandbox.kernel_command(shared, "k.json", "/nb"))
+
+    alone = sandbox.Policy(level="bwrap", threads=1, gpu=False)
+    env = sandbox.kernel_environment(alone)
+    assert env["OMP_NUM_THREADS"] == "1" and "intra_op_parallelism_threads=1" in env["XLA_FLAGS"]
+    assert env["CUDA_VISIBLE_DEVICES"] == "" and env["JAX_PLATFORMS"] == "cpu"
+    assert "/dev/nvidia" not in " ".join(sandbox.kernel_command(alone, "k.json", "/nb"))
+    assert sandbox.kernel_environment(sandbox.Policy(level="bwrap")) == {}  # no limit asked
+
+
+def test_course_config_names_the_assignments_graded_without_a_gpu(tmp_path: Path) -> None:
+    (tmp_path / "nbgrader_config.py").write_text(
+        'c = get_config()\nc.Grader.without_gpu = ["cnn"]\n'
+    )
+    cnn = Batch(tmp_path, "cnn", tmp_path / "work", workers=2, level="limits")
+    simt = Batch(tmp_path, "simt", tmp_path / "work", workers=2, level="limits")
+    assert cnn.gpu is False and simt.gpu is True
+    assert Batch(tmp_path, "cnn", tmp_path, level="limits", gpu=True).gpu is True  # asked
+    assert cnn.threads == max(1, len(os.sched_getaffinity(0)) // 2)
+    # the course's own config says which of its assignments need no GPU
+    assert "cnn" in course_setting(REPO, "without_gpu", [])
 
 
 def test_pythonpath_folders_are_readable_in_the_sandbox_unless_they_show_the_course(
