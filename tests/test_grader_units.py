@@ -253,6 +253,49 @@ def test_memory_watcher_stops_a_process_tree_that_writes_too_much() -> None:
     assert memory_watch.data_backstop(4 << 30) > 8 << 30  # room for a GPU library's reservations
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to start a process as another user")
+def test_memory_watcher_counts_a_sandbox_users_process_that_left_the_tree() -> None:
+    import subprocess
+    import sys
+    import time
+
+    from grader import memory_watch
+
+    uid = sandbox.BASE_UID + 99
+    kernel = subprocess.Popen(["sleep", "60"])  # stands in for the kernel: uses nothing
+    # a daemon of the sandbox user, re-parented away from the kernel, writing 300 MB
+    subprocess.run(
+        [
+            "setpriv",
+            f"--reuid={uid}",
+            f"--regid={uid}",
+            "--clear-groups",
+            sys.executable,
+            "-c",
+            "import os, time\n"
+            "if os.fork() == 0:\n"
+            "    x = bytearray(300 << 20); x[::4096] = b'y' * len(x[::4096]); time.sleep(60)",
+        ],
+        check=True,
+    )
+    time.sleep(1)
+    reports = []
+    try:
+        memory_watch.watch(kernel.pid, 200 << 20, uid, reports.append, interval=0.05)
+        assert kernel.wait(timeout=10) == -9
+        time.sleep(0.5)
+        running = [  # the daemon was killed too (it may linger as a zombie)
+            pid
+            for pid in memory_watch._owned_by(uid)
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        ]
+        assert not running
+    finally:
+        kernel.kill()
+        sandbox.kill_user_processes(uid)
+    assert len(reports) == 1 and reports[0] > 200 << 20
+
+
 def _gradebook(path: Path) -> Path:
     from nbgrader.api import Gradebook
 

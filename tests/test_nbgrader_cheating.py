@@ -22,6 +22,7 @@ import nbformat
 import pytest
 from nbgrader_driver import (
     assert_all_succeeded,
+    cell_scores,
     hand_in,
     make_course,
     page_text,
@@ -243,6 +244,46 @@ CASES = [
     # cnn: 5 (structure) + 5 (forward)
     ("cnn-course-code", "cnn", {"cnn-model": "from demos.cnn.model import build_model"}, 0),
 ]
+#: Each case's score cell by cell: the same table must hold on a CPU and on a GPU grader,
+#: so a grader with a GPU can neither move points between cells nor add any.
+CELL_SCORES = {
+    "simt-course-code": {
+        "simt-test-global-index": 2,
+        "simt-test-kernel": 4,
+        "simt-test-launch-size": 0,
+    },
+    "simt-no-bounds-check": {
+        "simt-test-global-index": 2,
+        "simt-test-kernel": 0,
+        "simt-test-launch-size": 0,
+    },
+    "simt-numpy-launch": {
+        "simt-test-global-index": 2,
+        "simt-test-kernel": 4,
+        "simt-test-launch-size": 0,
+    },
+    "simt-disables-checks": {
+        "simt-test-global-index": 0,
+        "simt-test-kernel": 0,
+        "simt-test-launch-size": 0,
+    },
+    "simt-prints-inputs": {
+        "simt-test-global-index": 0,
+        "simt-test-kernel": 4,
+        "simt-test-launch-size": 4,
+    },
+    "cupy-course-code": {"cupy-test-distances": 0, "cupy-test-chunked": 0},
+    "cupy-numpy-only": {"cupy-test-distances": 0, "cupy-test-chunked": 0},
+    "cupy-numpy-buffer": {"cupy-test-distances": 5, "cupy-test-chunked": 0},
+    "numba-course-kernel": {"numba-test-kernel": 0, "numba-test-launch": 5},
+    "numba-patched-assert": {"numba-test-kernel": 0, "numba-test-launch": 0},
+    "numba-uncoalesced": {"numba-test-kernel": 0, "numba-test-launch": 5},
+    "numba-numpy-matrix": {"numba-test-kernel": 5, "numba-test-launch": 0},
+    "multi-array-split": {"multi-test-split": 0, "multi-test-map": 4, "multi-test-sum": 3},
+    "multi-one-at-a-time": {"multi-test-split": 3, "multi-test-map": 0, "multi-test-sum": 0},
+    "cnn-course-code": {"cnn-test-structure": 0, "cnn-test-forward": 0},
+}
+
 # A correct answer that writes to stderr: nbgrader scores a graded cell with
 # stderr output 0, so the visible global_index check (2 points) is lost until
 # the grading pipeline's stderr preprocessor is configured. The hidden tests
@@ -291,6 +332,8 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 )
 def test_cheat_gets_a_fair_score(batch: Path, student: str, assignment: str, expected: int) -> None:
     assert scores(batch)[(assignment, student)] == (expected, 10)
+    assert cell_scores(batch)[(assignment, student)] == CELL_SCORES[student]
+    assert sum(CELL_SCORES[student].values()) == expected
 
 
 def test_stderr_costs_at_most_the_visible_check(batch: Path) -> None:
