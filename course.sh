@@ -131,13 +131,15 @@ ensure_installed() {
 }
 
 # JupyterLab with the settings the course ships in jupyter/ (see jupyter/README.md):
-# mode "student" or "instructor" decides which nbgrader tools are on.
+# mode "student" or "instructor" decides which nbgrader tools are on, and
+# jupyter/data holds the course's own prebuilt JupyterLab extension.
 start_lab() {
     local mode=$1
     shift
     ensure_installed
     export PATH="$venv/bin:$PATH"
     export JUPYTER_CONFIG_PATH="$repo/jupyter/$mode:$repo/jupyter/common${JUPYTER_CONFIG_PATH:+:$JUPYTER_CONFIG_PATH}"
+    export JUPYTER_PATH="$repo/jupyter/data${JUPYTER_PATH:+:$JUPYTER_PATH}"
     # JupyterLab's defaults are kept on purpose: it listens on localhost
     # only and requires the random token it prints.
     # (the ${a[@]+...} form below: bash 3.2, macOS's, calls an empty array unbound under set -u)

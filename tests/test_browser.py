@@ -2,10 +2,11 @@
 
 Student mode, in a freshly built student edition: the course index opens
 rendered with links to every chapter; chapter 2 runs through Run All with no
-error; Validate on an exercise fails while it is blank and succeeds once solved;
-none of nbgrader's instructor tools are there. Instructor mode, in a copy of this
-repository: the Formgrader lists the assignments. Screenshots of a failing step go
-to ``browser-screenshots/`` (or ``$COURSE_SCREENSHOT_DIR``).
+error and has no Validate button; Validate on an exercise fails while it is blank
+and succeeds once solved; none of nbgrader's instructor tools are there.
+Instructor mode, in a copy of this repository: Validate shows on an assignment's
+source, not on a chapter, and the Formgrader lists the assignments. Screenshots
+of a failing step go to ``browser-screenshots/`` (or ``$COURSE_SCREENSHOT_DIR``).
 """
 
 from __future__ import annotations
@@ -179,6 +180,22 @@ def _open_notebook(driver, lab: Lab, path: str):
     return driver.find_element(By.CSS_SELECTOR, panel)
 
 
+def _validate_shown(driver, panel) -> bool:
+    """Whether nbgrader's Validate button shows in the notebook's toolbar.
+
+    The course's extension (jupyter/data) hides it on notebooks that are not
+    nbgrader assignments as soon as the notebook is loaded, which `_open_notebook`
+    waits for; here the toolbar has also drawn its own buttons.
+    """
+    toolbar_buttons = ".jp-NotebookPanel-toolbar .jp-ToolbarButtonComponent"
+    _wait(driver, 30).until(
+        lambda _d: any(
+            b.is_displayed() for b in panel.find_elements(By.CSS_SELECTOR, toolbar_buttons)
+        )
+    )
+    return any(b.is_displayed() for b in panel.find_elements(By.CSS_SELECTOR, ".validate-button"))
+
+
 def _validate(driver, panel) -> str:
     """Press Validate; the class of nbgrader's result ('validation-success'/'-failed')."""
     panel.find_element(By.CSS_SELECTOR, ".validate-button").click()
@@ -257,6 +274,7 @@ def test_student_mode_index_chapter_and_validate(browser, student_lab):
         )
     with step(driver, "3-run-all"):
         panel = _open_notebook(driver, lab, "course/02-simt-model.ipynb")
+        assert not _validate_shown(driver, panel)  # a chapter has no tests to validate
         n_code = len(panel.find_elements(By.CSS_SELECTOR, ".jp-CodeCell"))
         _menu(driver, "Run", "Run All Cells")
 
@@ -285,6 +303,7 @@ def test_student_mode_index_chapter_and_validate(browser, student_lab):
     exercise = "exercises/simt/simt.ipynb"
     with step(driver, "4-validate-blank"):
         panel = _open_notebook(driver, lab, exercise)
+        assert _validate_shown(driver, panel)
         assert "validation-failed" in _validate(driver, panel)
     with step(driver, "5-validate-solved"):
         solve_exercise(lab.folder / exercise, "simt")
@@ -292,7 +311,7 @@ def test_student_mode_index_chapter_and_validate(browser, student_lab):
         assert "validation-success" in _validate(driver, panel)
 
 
-def test_instructor_mode_shows_the_formgrader(browser, tmp_path):
+def test_instructor_mode_validate_on_assignments_and_the_formgrader(browser, tmp_path):
     instructor = tmp_path / "instructor"
     instructor.mkdir()
     for rel in [
@@ -304,14 +323,24 @@ def test_instructor_mode_shows_the_formgrader(browser, tmp_path):
         "solutions",
         "course",
     ]:
-        (shutil.copytree if (ROOT / rel).is_dir() else shutil.copy2)(ROOT / rel, instructor / rel)
+        if (ROOT / rel).is_dir():  # without what npm leaves after building jupyter/extensions
+            shutil.copytree(
+                ROOT / rel, instructor / rel, ignore=shutil.ignore_patterns("node_modules")
+            )
+        else:
+            shutil.copy2(ROOT / rel, instructor / rel)
     (instructor / ".venv").symlink_to(ROOT / ".venv")
     lab = Lab(instructor, "instructor", tmp_path)
     try:
         with step(browser, "6-instructor-menu"):
             browser.get(lab.url("lab"))
             assert "Nbgrader" in _menu_labels(browser)
-        with step(browser, "7-formgrader"):
+        with step(browser, "7-validate-on-assignments-only"):
+            panel = _open_notebook(browser, lab, "solutions/simt/simt.ipynb")
+            assert _validate_shown(browser, panel)  # the source of an assignment
+            panel = _open_notebook(browser, lab, "course/02-simt-model.ipynb")
+            assert not _validate_shown(browser, panel)
+        with step(browser, "8-formgrader"):
             browser.get(lab.url("formgrader/manage_assignments"))
             assignments = sorted(p.name for p in (instructor / "solutions").iterdir() if p.is_dir())
             _wait(browser, 60).until(

@@ -57,7 +57,7 @@ def _solution_lines() -> set[str]:
 def _all_text(folder: Path) -> dict[Path, str]:
     texts = {}
     for path in folder.rglob("*"):
-        if path.is_file() and ".venv" not in path.parts:
+        if path.is_file() and not {".venv", "node_modules"} & set(path.parts):
             try:
                 texts[path] = path.read_text(encoding="utf-8")
             except UnicodeDecodeError:
@@ -98,7 +98,10 @@ def test_edition_has_the_course_and_nothing_for_graders(built):
         "requirements/constraints.txt",
         "README.md",
         "jupyter/student/labconfig/page_config.json",
+        "jupyter/data/labextensions/@gpu-course/validate-scope/package.json",
+        "jupyter/extensions/validate-scope/src/index.ts",
         "tests/conftest.py",
+        "tests/test_labextension.py",
     ]:
         assert (built / present).exists(), present
     for absent in [
@@ -114,6 +117,8 @@ def test_edition_has_the_course_and_nothing_for_graders(built):
         "downloaded",
         "tests/test_nbgrader_grading.py",
         "tests/test_edition.py",
+        "jupyter/extensions/validate-scope/node_modules",  # what npm installs to build it
+        "jupyter/extensions/validate-scope/lib",
     ]:
         assert not (built / absent).exists(), absent
     shipped = sorted(p.parent.name for p in (built / "exercises").glob("*/*.ipynb"))
@@ -207,8 +212,8 @@ def test_edition_runs_its_own_test_command(built):
     The edition reuses this environment (same pyproject and constraints, so its
     install stamp matches and nothing is installed). The full run of the same tests
     and chapters is the instructor repository's own suite; here a fast,
-    representative subset runs from inside the edition: its packaging check, unit
-    tests of the SIMT code and Run All of chapter 2.
+    representative subset runs from inside the edition: its packaging check, its
+    JupyterLab extension, unit tests of the SIMT code and Run All of chapter 2.
     """
     venv = built / ".venv"
     if not venv.exists():
@@ -241,6 +246,7 @@ def test_edition_runs_its_own_test_command(built):
             "no:cacheprovider",
             "-q",
             "tests/test_packaging.py",
+            "tests/test_labextension.py",
             "tests/test_simt.py",
             "course/02-simt-model.ipynb",
             "--nbval-lax",

@@ -238,8 +238,10 @@ def test_slurm_job_script_and_cpu_only_job() -> None:
         "--TerminalManager.cull_inactive_timeout=1800",
     ):
         assert option in out
-    # In a copy of the course, JupyterLab starts in student mode (the shipped settings).
+    # In a copy of the course, JupyterLab starts in student mode (the shipped settings)
+    # with the course's own extension (jupyter/data/labextensions).
     assert 'JUPYTER_CONFIG_PATH="$PWD/jupyter/student:$PWD/jupyter/common' in out
+    assert 'JUPYTER_PATH="$PWD/jupyter/data' in out
 
 
 def test_slurm_scheduler_options() -> None:

@@ -9,6 +9,7 @@ private. The student edition is a separate folder made from it:
 * ``exercises/``: the released notebooks, now the students' own working copies
   (no nbgrader configuration points at them, so nothing can regenerate them);
 * ``jupyter/common`` and ``jupyter/student``: the student mode of JupyterLab;
+  ``jupyter/data``, the course's prebuilt JupyterLab extension, and its source;
 * the tests that check a student's install, and a README written for students.
 
 It holds no ``solutions/``, no hidden tests, no gradebook and no instructor
@@ -44,6 +45,19 @@ SHIPPED = [
     "jupyter/common",
     "jupyter/student",
     "jupyter/README.md",
+    "jupyter/data",  # the course's JupyterLab extension, prebuilt (Validate only on exercises)
+    # and its source, file by file: not what npm and the build leave next to it
+    *(
+        f"jupyter/extensions/validate-scope/{name}"
+        for name in (
+            "src",
+            "package.json",
+            "package-lock.json",
+            "tsconfig.json",
+            "stamp-source.mjs",
+            ".gitignore",
+        )
+    ),
 ]
 # Never shipped, wherever they appear: instructor-only code, caches, grading data.
 EXCLUDED_NAMES = {
