@@ -242,7 +242,13 @@ def grade_student(batch: Batch, student: str, template: Path, uid: int | None) -
             outcome.status = "graded"
         else:
             outcome.status = "failed"
-            if proc.exitcode not in (0, None) and not any("limit" in f for f in outcome.flags):
+            # a limit that stopped the notebook is the reason; nbgrader's error only echoes it
+            stopped = any(
+                f.startswith("memory:") or "limit per notebook" in f for f in outcome.flags
+            )
+            if stopped:
+                pass
+            elif proc.exitcode not in (0, None):
                 outcome.flags.append(f"grading process ended with status {proc.exitcode}")
             elif result:
                 outcome.flags.append(

@@ -284,6 +284,7 @@ def test_memory_limit_stops_a_notebook_that_writes_too_much(graded) -> None:
     greta = graded["summary"]["greta"]
     assert greta["status"] == "failed", greta
     assert any(f.startswith("memory: the notebook used") for f in greta["flags"]), greta
+    assert not any(f.startswith("nbgrader:") for f in greta["flags"]), "the reason, not its echo"
     assert _score(graded, "alice") == (10, 10)  # the others are graded as usual
 
 
