@@ -374,20 +374,66 @@ def test_token_line_keeps_the_cells_value_for_partial_credit() -> None:
     assert with_token("%time x = 1", "T0K") == "%time x = 1\nprint('T0K')"
 
 
-def test_readme_grading_figures_come_from_the_recorded_benchmark() -> None:
+def _bench(name: str) -> dict:
     import json
+
+    return json.loads((REPO / "grader" / "results" / f"grading-bench-{name}.json").read_text())
+
+
+def test_readme_grading_figures_come_from_the_recorded_benchmark() -> None:
     import re
 
-    name = "grading-bench-simt-20students-2w-2cores.json"
-    result = json.loads((REPO / "grader" / "results" / name).read_text())
+    name = "simt-20students-2w-2cores"
+    result = _bench(name)
     simt = result["assignments"]["simt"]
     readme = re.sub(r"\s+", " ", (REPO / "README.md").read_text())
-    assert f"grader/results/{name}" in readme
+    assert f"grader/results/grading-bench-{name}.json" in readme
     assert f"took {round(simt['wall_seconds'])} s with {result['workers']} workers" in readme
     assert f"about {round(simt['serial_nbgrader_seconds_per_notebook'])} s per notebook" in readme
     kinds = simt["by_kind"]
     assert kinds["good"]["scores"] == [10.0] and kinds["partial"]["scores"] == [2.0]
-    assert kinds["looping"]["scores"] == kinds["memory"]["scores"] == [10.0]
+    assert kinds["looping"]["scores"] == [10.0]
+    assert kinds["memory"]["not_graded"] == kinds["memory"]["count"]
+    assert any(f.startswith("memory: ") for f in kinds["memory"]["flags"])
     assert kinds["hostile"]["scores"] == [0.0]
     assert kinds["hostile"]["flagged"] == kinds["hostile"]["count"]
-    assert "correct ones got 10/10, the partial 2/10" in readme
+    assert "correct ones got 10/10, the partial 2/10, the looping one 10/10" in readme
+
+
+CLASS_OF_200 = ["simt", "cupy_port", "numba_distance", "multigpu", "cnn"]
+
+
+def test_class_of_200_table_comes_from_the_recorded_benchmarks() -> None:
+    import re
+
+    text = (REPO / "BENCHMARKS.md").read_text()
+    readme = re.sub(r"\s+", " ", (REPO / "README.md").read_text())
+    total = 0.0
+    for assignment in CLASS_OF_200:
+        result = _bench(f"{assignment}-200students-16w-16cores")
+        assert result["students"] == 200 and result["workers"] == 16
+        assert result["hardware"]["cores"] == 16 and "H200" in result["hardware"]["gpus"]
+        run = result["assignments"][assignment]
+        total += run["wall_seconds"]
+        row = next(line for line in text.splitlines() if line.startswith(f"| {assignment} |"))
+        assert f"| {run['wall_seconds']:.0f} s |" in row, row
+        assert f"| {run['speedup_vs_serial_estimate']:.1f}x |" in row, row
+        assert ("| yes |" if run["gpu"] else "| hidden |") in row, row
+        for kind, column in (("good", 6), ("partial", 7), ("hostile", 10)):
+            cell = row.split("|")[column].strip()
+            assert cell.split(",")[0] == "/".join(f"{s:g}" for s in run["by_kind"][kind]["scores"])
+        # every notebook of a kind scored alike (one score per kind)
+        assert all(len(k["scores"]) <= 1 for k in run["by_kind"].values()), run["by_kind"]
+    assert f"took {total:.0f} s, **{total / 60:.0f} minutes**" in text
+    assert f"workers took {total / 60:.0f} minutes for the five assignments" in readme
+
+
+def test_simt_kinds_score_the_same_cell_by_cell_on_the_gpu_and_cpu_graders() -> None:
+    on_gpu = _bench("simt-200students-16w-16cores")
+    on_cpu = _bench("simt-20students-2w-2cores")
+    assert on_gpu["hardware"]["gpus"] != "none" and on_cpu["hardware"]["gpus"] == "none"
+    gpu_kinds = on_gpu["assignments"]["simt"]["by_kind"]
+    cpu_kinds = on_cpu["assignments"]["simt"]["by_kind"]
+    for kind in ("good", "partial", "looping", "hostile"):
+        assert gpu_kinds[kind]["cell_scores"] == cpu_kinds[kind]["cell_scores"], kind
+        assert gpu_kinds[kind]["cell_scores"], kind
