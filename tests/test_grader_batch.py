@@ -250,6 +250,19 @@ def test_honest_students_get_what_they_earned(graded) -> None:
     assert any("renamed notebook simt (1).ipynb" in f for f in graded["summary"]["bob"]["flags"])
 
 
+@pytest.mark.gpu
+def test_sandboxed_kernel_grades_on_the_gpu(graded) -> None:
+    """On a GPU machine the sandbox passes the GPU in: the kernels ran on it, not simulated."""
+    nb = nbformat.read(
+        graded["root"] / "autograded" / "alice" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4
+    )
+    setup = next(
+        c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "simt-setup"
+    )
+    text = "".join(o.get("text", "") for o in setup.outputs)
+    assert "CUDA simulator: False" in text, text
+
+
 def test_stderr_and_warnings_cost_nothing(graded) -> None:
     assert _score(graded, "carol") == (10, 10), graded["proc"].stdout
     page = graded["root"] / "autograded" / "carol" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
