@@ -28,6 +28,8 @@ import time
 from collections.abc import Callable, Set
 from pathlib import Path
 
+from grader.sandbox import processes_of
+
 _PR_SET_PDEATHSIG = 1
 #: Room above the memory limit for address space that is reserved, not used.
 BACKSTOP_EXTRA = 32 << 30
@@ -46,6 +48,15 @@ def _anonymous_bytes(pid: int) -> int:
     return 0  # a kernel thread or a zombie
 
 
+def _running(pid: int) -> bool:
+    """Whether *pid* exists and has not ended (a zombie waiting for its parent has)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
 def _children(pid: int) -> list[int]:
     """Processes started by any thread of *pid* (the kernel's own children files)."""
     found = []
@@ -58,19 +69,6 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _owned_by(uid: int) -> set[int]:
-    """Every process of user *uid* (one ``stat`` each, no file read)."""
-    found = set()
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid == uid:
-                    found.add(int(entry.name))
-            except OSError:
-                pass
-    return found
-
-
 def watched(root: int, strays: Set[int] = frozenset()) -> dict[int, int]:
     """Anonymous resident bytes of *root*, its descendants and the processes in *strays*.
 
@@ -79,7 +77,7 @@ def watched(root: int, strays: Set[int] = frozenset()) -> dict[int, int]:
     machine. *strays* are processes that left the tree (a daemon re-parented to
     init) but belong to the sandbox's user.
     """
-    members = {root} if os.path.isdir(f"/proc/{root}") else set()
+    members = {root} if _running(root) else set()
     stack = list(members)
     while stack:
         for child in _children(stack.pop()):
@@ -113,7 +111,7 @@ def watch(
     strays: set[int] = set()
     for poll in itertools.count():
         if uid is not None and poll % user_scan_every == 0:
-            strays = _owned_by(uid)
+            strays = processes_of(uid)
         usage = watched(root, strays)
         if root not in usage:
             return

@@ -288,21 +288,22 @@ def kernel_command(policy: Policy, connection_file: str, workdir: str) -> list[s
     return drop + kernel
 
 
+def processes_of(uid: int) -> set[int]:
+    """Every process of user *uid* (one ``stat`` each, no file read)."""
+    found = set()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    found.add(int(entry.name))
+            except OSError:  # ended while we looked
+                pass
+    return found
+
+
 def kill_user_processes(uid: int, grace: float = 0.5) -> int:
     """Kill every process of user *uid* (the sandbox's); how many there were."""
-
-    def pids() -> list[int]:
-        found = []
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    if entry.stat().st_uid == uid:
-                        found.append(int(entry.name))
-                except OSError:
-                    pass
-        return found
-
-    victims = pids()
+    victims = processes_of(uid)
     for sig in (signal.SIGKILL,):
         for pid in victims:
             try:
@@ -310,7 +311,7 @@ def kill_user_processes(uid: int, grace: float = 0.5) -> int:
             except OSError:
                 pass
     deadline = time.monotonic() + grace
-    while pids() and time.monotonic() < deadline:
+    while processes_of(uid) and time.monotonic() < deadline:
         time.sleep(0.05)
     return len(victims)
 

@@ -286,7 +286,7 @@ def test_memory_watcher_counts_a_sandbox_users_process_that_left_the_tree() -> N
         time.sleep(0.5)
         running = [  # the daemon was killed too (it may linger as a zombie)
             pid
-            for pid in memory_watch._owned_by(uid)
+            for pid in sandbox.processes_of(uid)
             if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
         ]
         assert not running
