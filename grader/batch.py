@@ -246,11 +246,9 @@ def grade_student(batch: Batch, student: str, template: Path, uid: int | None) -
             stopped = any(
                 f.startswith("memory:") or "limit per notebook" in f for f in outcome.flags
             )
-            if stopped:
-                pass
-            elif proc.exitcode not in (0, None):
+            if not stopped and proc.exitcode not in (0, None):
                 outcome.flags.append(f"grading process ended with status {proc.exitcode}")
-            elif result:
+            elif not stopped and result:
                 outcome.flags.append(
                     "nbgrader: " + (result["error"] or result["log"]).strip().splitlines()[-1][:200]
                 )
