@@ -304,12 +304,11 @@ def processes_of(uid: int) -> set[int]:
 def kill_user_processes(uid: int, grace: float = 0.5) -> int:
     """Kill every process of user *uid* (the sandbox's); how many there were."""
     victims = processes_of(uid)
-    for sig in (signal.SIGKILL,):
-        for pid in victims:
-            try:
-                os.kill(pid, sig)
-            except OSError:
-                pass
+    for pid in victims:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
     deadline = time.monotonic() + grace
     while processes_of(uid) and time.monotonic() < deadline:
         time.sleep(0.05)
