@@ -20,6 +20,10 @@ c.CourseDirectory.release_directory = "exercises"
 # need a few seconds per cell, even in the CUDA simulator.
 c.Execute.timeout = 60
 c.Execute.interrupt_on_timeout = True
+# Once the last cell has run, stop the kernel at once rather than asking it to
+# exit: a notebook's outputs are all in by then, and a kernel that has loaded
+# Keras or CUDA takes one to two seconds to wind down, per notebook graded.
+c.Execute.shutdown_kernel = "immediate"
 
 # Autograde with two replacements (grader/preprocessors.py): stderr output such as
 # a NumbaPerformanceWarning no longer scores a correct test cell 0, and a test

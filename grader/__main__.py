@@ -35,11 +35,21 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("assignment")
     check.add_argument("--student", help="comma-separated ids (default: all)")
 
-    grade = sub.add_parser("autograde", help="grade every student in the sandbox, in parallel")
-    grade.add_argument("assignment")
+    grade = sub.add_parser(
+        "autograde",
+        help="grade every student in the sandbox, in parallel",
+        description="Grade every student of one or more assignments in the sandbox; several "
+        "assignments share one pool of workers, so the run ends when the last notebook does.",
+    )
+    grade.add_argument("assignment", nargs="+")
     grade.add_argument("--student", help="comma-separated ids (default: all)")
     grade.add_argument("--workers", type=int, default=1)
-    grade.add_argument("--work", type=Path, help="grading folder (default: <course>/grading)")
+    grade.add_argument(
+        "--work",
+        type=Path,
+        help="grading folder (default: <course>/grading/<assignment>; with several "
+        "assignments, <work>/<assignment>)",
+    )
     grade.add_argument("--wall", type=int, default=600, help="seconds per notebook (600)")
     grade.add_argument("--memory", type=_size, default=_size("4G"), help="per notebook (4G)")
     grade.add_argument("--cpu", type=int, default=600, help="CPU seconds per notebook (600)")
@@ -85,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "sandbox":
         level = sandbox.detect_level()
         print(f"grading sandbox: {level}: {sandbox.LEVEL_MEANING[level]}")
+        for warning in sandbox.environment_warnings():
+            print(f"warning: {warning}")
         return 0
     if args.command == "collect":
         from grader.collect import collect_all
@@ -109,47 +121,71 @@ def main(argv: list[str] | None = None) -> int:
 
     from grader import batch as batch_mod
 
-    students = (
-        args.student.split(",") if args.student else batch_mod.students_of(course, args.assignment)
-    )
-    if not students:
-        print(f"no submissions of {args.assignment} in {course / 'submitted'}", file=sys.stderr)
-        return 1
     if args.command == "check":
         from grader.check import check_course
 
+        students = _students(course, args.assignment, args.student)
+        if not students:
+            return 1
         flagged = 0
         for student, flags in check_course(course, args.assignment, students).items():
             flagged += bool(flags)
             print(f"{student}: " + ("; ".join(flags) if flags else "ok"))
         print(f"{flagged} of {len(students)} submissions need a human look")
         return 0
-    work = (args.work or course / "grading" / args.assignment).resolve()
-    run = batch_mod.Batch(
-        course,
-        args.assignment,
-        work,
-        args.workers,
-        args.wall,
-        args.memory,
-        args.cpu,
-        args.processes,
-    )
-    print(f"grading sandbox: {run.level}: {sandbox.LEVEL_MEANING[run.level]}", file=sys.stderr)
+    classes = []
+    for assignment in dict.fromkeys(args.assignment):
+        students = _students(course, assignment, args.student)
+        if not students:
+            return 1
+        if args.work is None:
+            work = course / "grading" / assignment
+        else:
+            work = args.work / assignment if len(args.assignment) > 1 else args.work
+        run = batch_mod.Batch(
+            course,
+            assignment,
+            work.resolve(),
+            args.workers,
+            args.wall,
+            args.memory,
+            args.cpu,
+            args.processes,
+        )
+        classes.append((run, students))
+    level = classes[0][0].level
+    print(f"grading sandbox: {level}: {sandbox.LEVEL_MEANING[level]}", file=sys.stderr)
+    for warning in sandbox.environment_warnings():
+        print(f"warning: {warning}", file=sys.stderr)
     if args.slurm:
         from grader.slurm import run_slurm
 
-        outcomes = run_slurm(run, students, args.sbatch_option)
+        results = [run_slurm(run, students, args.sbatch_option) for run, students in classes]
     else:
-        outcomes = batch_mod.run(run, students)
-    print(batch_mod.table(outcomes))
-    failed = [o.student for o in outcomes if o.status != "graded"]
-    if failed:
-        print(
-            f"\n{len(failed)} not graded; grade them again with:\n  python -m grader autograde "
-            f"{args.assignment} --student {','.join(failed)}"
-        )
-    return 1 if failed else 0
+        results = batch_mod.run_classes(classes)
+    failed_any = False
+    for (run, _), outcomes in zip(classes, results):
+        if len(classes) > 1:
+            print(f"\n{run.assignment}")
+        print(batch_mod.table(outcomes))
+        failed = [o.student for o in outcomes if o.status != "graded"]
+        if failed:
+            failed_any = True
+            print(
+                f"\n{len(failed)} not graded; grade them again with:\n  python -m grader "
+                f"autograde {run.assignment} --student {','.join(failed)}"
+            )
+    return 1 if failed_any else 0
+
+
+def _students(course: Path, assignment: str, named: str | None) -> list[str]:
+    """The students named by --student, or every one with a submission (said when none)."""
+    from grader.batch import students_of
+
+    students = named.split(",") if named else students_of(course, assignment)
+    if not students:
+        print(f"no submissions of {assignment} in {course / 'submitted'}", file=sys.stderr)
+    return students
 
 
 if __name__ == "__main__":

@@ -312,6 +312,7 @@ def _course_config(course: Path) -> Config:
     return PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
 
 
+@functools.cache  # read once per run, not once per merged student
 def _course_id(course: Path) -> str:
     return _course_config(course).CourseDirectory.get("course_id", "default_course")
 
@@ -326,44 +327,73 @@ def course_setting(course: Path, name: str, default: object) -> object:
 
 def run(batch: Batch, students: list[str], progress: bool = True) -> list[Outcome]:
     """Grade *students* with ``batch.workers`` parallel workers; outcomes in input order."""
+    return run_classes([(batch, students)], progress)[0]
+
+
+def run_classes(
+    classes: list[tuple[Batch, list[str]]], progress: bool = True
+) -> list[list[Outcome]]:
+    """Grade several assignments' classes through one pool of workers.
+
+    One pool keeps every worker busy until the last notebook of all of them: a
+    run per assignment would end each one with a tail in which a single slow
+    notebook (an endless loop held to the cell timeout) runs alone. The
+    workers' number is the first batch's (all must agree, as it sets each
+    notebook's thread share); outcomes come per class, in input order.
+    """
     from tqdm import tqdm
 
-    template = prepare(batch)
+    workers = classes[0][0].workers
+    if any(b.workers != workers for b, _ in classes):
+        raise ValueError("the batches of one run must have the same number of workers")
+    templates = [prepare(b) for b, _ in classes]
     slots: queue.Queue[int] = queue.Queue()
-    for slot in range(batch.workers):
+    for slot in range(workers):
         slots.put(slot)
-    own_uid = batch.level in ("bwrap+uid", "uid")
 
-    def job(student: str) -> Outcome:
+    def job(index: int, student: str) -> tuple[int, Outcome]:
+        batch = classes[index][0]
         slot = slots.get()
         try:
+            own_uid = batch.level in ("bwrap+uid", "uid")
             uid = sandbox.BASE_UID + slot if own_uid else None
-            return grade_student(batch, student, template, uid)
+            return index, grade_student(batch, student, templates[index], uid)
         finally:
             slots.put(slot)
 
-    outcomes: dict[str, Outcome] = {}
+    outcomes: list[dict[str, Outcome]] = [{} for _ in classes]
+    names = ", ".join(dict.fromkeys(b.assignment for b, _ in classes))
     with (
-        ThreadPoolExecutor(batch.workers) as pool,
+        ThreadPoolExecutor(workers) as pool,
         tqdm(
-            total=len(students),
-            desc=f"grading {batch.assignment}",
-            unit="student",
+            total=sum(len(s) for _, s in classes),
+            desc=f"grading {names}",
+            unit="notebook",
             disable=not progress,
         ) as bar,
     ):
-        for future in as_completed(pool.submit(job, s) for s in students):
-            outcome = future.result()
+        futures = [
+            pool.submit(job, index, student)
+            for index, (_, students) in enumerate(classes)
+            for student in students
+        ]
+        for future in as_completed(futures):
+            index, outcome = future.result()
+            batch = classes[index][0]
             if outcome.status == "graded":
                 try:
                     merge(batch, outcome)
                 except Exception as error:  # noqa: BLE001  (reported, batch goes on)
                     outcome.status = "failed"
                     outcome.flags.append(f"merge: {type(error).__name__}: {error}")
-            outcomes[outcome.student] = outcome
+            outcomes[index][outcome.student] = outcome
             bar.update()
-    ordered = [outcomes[s] for s in students]
-    (batch.work / "summary.json").write_text(json.dumps([asdict(o) for o in ordered], indent=1))
+    ordered = []
+    for (batch, students), graded in zip(classes, outcomes):
+        ordered.append([graded[s] for s in students])
+        (batch.work / "summary.json").write_text(
+            json.dumps([asdict(o) for o in ordered[-1]], indent=1)
+        )
     return ordered
 
 

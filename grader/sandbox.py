@@ -178,6 +178,45 @@ def course_environment_paths(private: list[Path] | tuple[Path, ...] = ()) -> lis
     return list(dict.fromkeys(os.path.realpath(p) for p in paths))
 
 
+#: Packages every grading kernel imports before the student's first line.
+KERNEL_PACKAGES = ("ipykernel", "IPython", "jupyter_client", "zmq", "tornado", "numpy", "numba")
+
+
+def missing_bytecode(packages: tuple[str, ...] = KERNEL_PACKAGES) -> list[str]:
+    """The *packages* installed without compiled bytecode (``__pycache__``) for this Python.
+
+    A sandboxed kernel may not write into the environment, so where an
+    installer skipped byte-compiling (``uv`` does by default, as does ``pip
+    --no-compile``) every kernel compiles IPython and its friends again, for
+    every notebook graded.
+    """
+    import importlib.util
+
+    missing = []
+    for name in packages:
+        spec = importlib.util.find_spec(name)
+        origin = spec.origin if spec else None
+        if origin and origin.endswith(".py"):
+            if not os.path.exists(importlib.util.cache_from_source(origin)):
+                missing.append(name)
+    return missing
+
+
+def environment_warnings() -> list[str]:
+    """What about this Python environment makes grading slower than it needs to be."""
+    import importlib.util
+
+    missing = missing_bytecode()
+    if not missing:
+        return []
+    folders = sorted({str(Path(importlib.util.find_spec(n).origin).parent.parent) for n in missing})
+    return [
+        f"{', '.join(missing)} have no compiled bytecode in this environment, so every "
+        "sandboxed kernel compiles them again (slower grading); compile them once with: "
+        f"{sys.executable} -m compileall -q {' '.join(folders)}"
+    ]
+
+
 #: The thread pools of NumPy's BLAS, OpenMP, Numba and TensorFlow, each sized to
 #: every core of the machine unless told otherwise.
 THREAD_VARIABLES = (

@@ -1,5 +1,8 @@
 """``python -m grader autograde`` on a small class with honest and hostile students.
 
+One run grades two assignments through one pool of workers: simt, where
+everything below happens, and multigpu, with one correct student.
+
 Real nbgrader, real sandbox (whatever this machine allows; the attacks that
 would hit the test machine itself are skipped below the ``uid`` level). Each
 hostile submission must leave the other students' scores, the gradebook and
@@ -36,6 +39,8 @@ pytestmark = pytest.mark.slow
 #: What the integrity token looks like (grader/preprocessors.py).
 TOKEN = re.compile(r"grader-[0-9a-f]{40}")
 ASSIGNMENT = "simt"
+#: Graded in the same run, through the same workers.
+SECOND = "multigpu"
 LEVEL = sandbox.detect_level()
 
 ATTACKS = r"""
@@ -123,8 +128,13 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
             "hit the test machine"
         )
     root = make_course(tmp_path_factory.mktemp("grader"))
-    assert_all_succeeded(run_nbgrader(root, [["generate_assignment", ASSIGNMENT]]))
+    assert_all_succeeded(
+        run_nbgrader(root, [["generate_assignment", ASSIGNMENT], ["generate_assignment", SECOND]])
+    )
     _hand_in(root, "alice", root / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    second = root / "submitted" / "alice" / SECOND / f"{SECOND}.ipynb"
+    second.parent.mkdir(parents=True)
+    second.write_bytes((root / "solutions" / SECOND / f"{SECOND}.ipynb").read_bytes())
     renamed = root / "submitted" / "bob" / ASSIGNMENT / "simt (1).ipynb"  # a browser's rename
     renamed.parent.mkdir(parents=True)
     renamed.write_bytes((root / "exercises" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes())
@@ -189,8 +199,8 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     ).stdout
     # Without private mounts (level "uid") the sandbox user must pass through the
     # grading folder's parents; pytest's temporary folders are private.
-    work = Path(tempfile.mkdtemp(prefix="grader-test-", dir="/var/tmp")) / ASSIGNMENT
-    work.parent.chmod(0o711)
+    work = Path(tempfile.mkdtemp(prefix="grader-test-", dir="/var/tmp"))
+    work.chmod(0o711)
     proc = subprocess.run(
         [
             sys.executable,
@@ -200,6 +210,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
             str(root),
             "autograde",
             ASSIGNMENT,
+            SECOND,
             "--workers",
             "2",
             "--wall",
@@ -217,15 +228,17 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
         check=False,
     )
     try:
-        assert (work / "summary.json").is_file(), proc.stdout + proc.stderr[-3000:]
-        summary = json.loads((work / "summary.json").read_text())
+        assert (work / ASSIGNMENT / "summary.json").is_file(), proc.stdout + proc.stderr[-3000:]
+        summary = json.loads((work / ASSIGNMENT / "summary.json").read_text())
+        second_summary = json.loads((work / SECOND / "summary.json").read_text())
     finally:
-        shutil.rmtree(work.parent, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
     feedback = run_nbgrader(root, [["generate_feedback", ASSIGNMENT]])
     return {
         "root": root,
         "proc": proc,
         "summary": {o["student"]: o for o in summary},
+        "second_summary": {o["student"]: o for o in second_summary},
         "changed": {k for k, v in _hash_tree(*watched).items() if before.get(k) != v}
         | (set(before) - set(_hash_tree(*watched))),
         "git": (
@@ -241,6 +254,15 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
 
 def _score(graded, student: str) -> tuple[float, float]:
     return scores(graded["root"])[(ASSIGNMENT, student)]
+
+
+def test_several_assignments_are_graded_in_one_run(graded) -> None:
+    assert scores(graded["root"])[(SECOND, "alice")] == (10, 10), graded["proc"].stdout
+    assert list(graded["second_summary"]) == ["alice"]
+    assert graded["second_summary"]["alice"]["status"] == "graded"
+    # a table per assignment, under its name
+    assert f"\n{ASSIGNMENT}\nstudent" in graded["proc"].stdout
+    assert f"\n{SECOND}\nstudent" in graded["proc"].stdout
 
 
 def test_honest_students_get_what_they_earned(graded) -> None:
@@ -290,7 +312,9 @@ def test_wall_time_limit_stops_a_looping_notebook(graded) -> None:
     assert lou["status"] == "failed" and lou["seconds"] < 90, lou
     assert any("limit per notebook" in f for f in lou["flags"])
     # the regrade command names every student not graded
-    assert re.search(r"--student \S*\blou\b", graded["proc"].stdout), graded["proc"].stdout
+    assert re.search(rf"autograde {ASSIGNMENT} --student \S*\blou\b", graded["proc"].stdout), (
+        graded["proc"].stdout
+    )
 
 
 def test_memory_limit_stops_a_notebook_that_writes_too_much(graded) -> None:
