@@ -155,8 +155,11 @@ def student_copy(batch: Batch, student: str, template: Path, uid: int | None) ->
         (root / private).chmod(0o700)
     runtime = root / "runtime"
     runtime.mkdir(mode=0o700)
+    home = runtime / "home"
+    home.mkdir(mode=0o700)
     if uid is not None:
-        os.chown(runtime, uid, uid)
+        for folder in (runtime, home):
+            os.chown(folder, uid, uid)
     policy = sandbox.Policy(
         level=batch.level,
         uid=uid,
@@ -165,6 +168,7 @@ def student_copy(batch: Batch, student: str, template: Path, uid: int | None) ->
         processes=batch.processes,
         threads=batch.threads,
         gpu=bool(batch.gpu),
+        home=str(home),
         hide=[str(batch.course), str(batch.work), "/root", "/home", "/tmp", "/var/tmp", "/dev/shm"],
         readonly=sandbox.course_environment_paths(private=[batch.course, batch.work]),
         writable=[str(runtime)],

@@ -68,6 +68,10 @@ class Policy:
     threads: int = 0
     #: Whether the kernel sees the GPUs (False for assignments whose tests need none).
     gpu: bool = True
+    #: The notebook's own HOME, writable by it alone: libraries keep caches there
+    #: (CuPy's compiled kernels, Keras' settings). Empty: /tmp inside bubblewrap,
+    #: the grader's HOME otherwise.
+    home: str = ""
     hide: list[str] = field(default_factory=list)
     readonly: list[str] = field(default_factory=list)
     writable: list[str] = field(default_factory=list)
@@ -230,14 +234,18 @@ THREAD_VARIABLES = (
 
 
 def kernel_environment(policy: Policy) -> dict[str, str]:
-    """Variables the kernel starts with: its share of the cores and, maybe, no GPU.
+    """Variables the kernel starts with: its share of the cores, its HOME and, maybe, no GPU.
 
     Sixteen notebooks graded at once on sixteen cores, each with libraries that
     start a thread per core, would run 256 busy threads; a share each keeps the
     machine at one thread per core. A kernel without the GPU is told so in the
     variables CUDA, JAX and TensorFlow read, so that none of them tries to start one.
+    A HOME of its own matters under its own user id: the grader's HOME is not
+    writable there, and CuPy stops with a PermissionError when it cannot store
+    a kernel it compiled; a HOME shared by students would let one plant
+    compiled kernels for the next.
     """
-    env = {}
+    env = {"HOME": policy.home} if policy.home else {}
     if policy.threads > 0:
         env = dict.fromkeys(THREAD_VARIABLES, str(policy.threads))
         if policy.threads == 1:
@@ -288,7 +296,7 @@ def _bwrap_arguments(policy: Policy, workdir: str) -> list[str]:
                     args += ["--perms", "0755", "--dir", str(parent)]
                     made.add(str(parent))
             args += [option, path, path]
-    return args + ["--setenv", "HOME", "/tmp", "--chdir", workdir, "--"]
+    return args + ["--setenv", "HOME", policy.home or "/tmp", "--chdir", workdir, "--"]
 
 
 def kernel_command(policy: Policy, connection_file: str, workdir: str) -> list[str]:

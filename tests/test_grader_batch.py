@@ -76,6 +76,10 @@ try:
     print("GOT MEMORY")
 except MemoryError:
     print("memory limited")
+# a HOME of this notebook's own, writable (CuPy keeps its compiled kernels there)
+home = Path(os.environ["HOME"])
+(home / ".cache-probe").write_text("x")
+print("OWN HOME", home.name, oct(home.stat().st_mode & 0o777), home.stat().st_uid == os.getuid())
 for pid in (os.getppid(), -1):
     try:
         os.kill(pid, signal.SIGKILL)
@@ -337,6 +341,7 @@ def test_attacks_change_nothing_outside_the_students_own_folder(graded) -> None:
     output = json.dumps(nb.cells[1].outputs)
     assert output.count("blocked") == 10, output
     assert "memory limited" in output
+    assert "OWN HOME home 0o700 True" in output, output
     assert "WROTE" not in output and "LEAKED" not in output
     assert "GOT MEMORY" not in output
 

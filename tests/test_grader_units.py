@@ -198,6 +198,13 @@ def test_kernel_gets_its_share_of_the_cores_and_no_gpu_where_told(
     assert "/dev/nvidia" not in " ".join(sandbox.kernel_command(alone, "k.json", "/nb"))
     assert sandbox.kernel_environment(sandbox.Policy(level="bwrap")) == {}  # no limit asked
 
+    # a HOME of the notebook's own, also inside bubblewrap
+    own = sandbox.Policy(level="bwrap+uid", uid=60001, home="/work/s1/runtime/home")
+    assert sandbox.kernel_environment(own)["HOME"] == "/work/s1/runtime/home"
+    assert "--setenv HOME /work/s1/runtime/home" in " ".join(
+        sandbox.kernel_command(own, "k.json", "/nb")
+    )
+
 
 def test_course_config_names_the_assignments_graded_without_a_gpu(tmp_path: Path) -> None:
     (tmp_path / "nbgrader_config.py").write_text(
@@ -472,7 +479,8 @@ def test_class_of_200_table_comes_from_the_recorded_benchmark() -> None:
     serial = result["estimated_serial_seconds"]
     assert f"would take {serial / 60:.0f} minutes" in prose
     assert f"is {result['speedup_vs_serial_estimate']:.1f} times faster" in prose
-    assert f"with 16 workers, took {wall / 60:.1f} minutes" in readme
+    assert f"with 16 workers in the strongest sandbox, took {wall / 60:.1f} minutes" in readme
+    assert result["hardware"]["sandbox"] == "bwrap+uid"
     assert f"would take about {serial / 60:.0f} minutes" in readme
     cnn = result["assignments"]["cnn"]["by_kind"]["good"]["mean_seconds"]
     earlier = _bench("cnn-with-gpu-200students-16w-16cores")

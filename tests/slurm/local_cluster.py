@@ -20,6 +20,7 @@ import os
 import pwd
 import random
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -111,7 +112,25 @@ class User:
         }
 
     def popen_args(self) -> dict:
-        return {"user": self.uid, "group": self.gid, "extra_groups": [], "cwd": str(self.home)}
+        return {
+            "user": self.uid,
+            "group": self.gid,
+            "extra_groups": [],
+            "cwd": str(self.home),
+            "preexec_fn": _signals_as_at_a_terminal,
+        }
+
+
+def _signals_as_at_a_terminal() -> None:
+    """Ctrl-C, Ctrl-\\ and hang-up reach the program, as they do when a user starts it.
+
+    A test run started in the background (``nohup``, ``cmd &`` in a script)
+    hands its children these signals ignored, and a shell script cannot trap a
+    signal that was ignored when it started: the launch script's Ctrl-C and
+    hang-up handling would not run, and its tests would fail for that alone.
+    """
+    for number in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP):
+        signal.signal(number, signal.SIG_DFL)
 
 
 class LocalCluster:
