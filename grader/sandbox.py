@@ -247,7 +247,7 @@ def kernel_environment(policy: Policy) -> dict[str, str]:
     """
     env = {"HOME": policy.home} if policy.home else {}
     if policy.threads > 0:
-        env = dict.fromkeys(THREAD_VARIABLES, str(policy.threads))
+        env |= dict.fromkeys(THREAD_VARIABLES, str(policy.threads))
         if policy.threads == 1:
             env["XLA_FLAGS"] = " ".join(
                 filter(

@@ -199,8 +199,12 @@ def test_kernel_gets_its_share_of_the_cores_and_no_gpu_where_told(
     assert sandbox.kernel_environment(sandbox.Policy(level="bwrap")) == {}  # no limit asked
 
     # a HOME of the notebook's own, also inside bubblewrap
-    own = sandbox.Policy(level="bwrap+uid", uid=60001, home="/work/s1/runtime/home")
-    assert sandbox.kernel_environment(own)["HOME"] == "/work/s1/runtime/home"
+    own = sandbox.Policy(level="bwrap+uid", uid=60001, threads=2, home="/work/s1/runtime/home")
+    env = sandbox.kernel_environment(own)
+    assert env["HOME"] == "/work/s1/runtime/home" and env["OMP_NUM_THREADS"] == "2"
+    # at the "uid" level no bubblewrap sets it: the variable alone gives the kernel its HOME
+    alone_uid = sandbox.Policy(level="uid", uid=60001, threads=1, home="/work/s1/runtime/home")
+    assert sandbox.kernel_environment(alone_uid)["HOME"] == "/work/s1/runtime/home"
     assert "--setenv HOME /work/s1/runtime/home" in " ".join(
         sandbox.kernel_command(own, "k.json", "/nb")
     )
