@@ -107,22 +107,6 @@ def scores(root: Path) -> dict[tuple[str, str], tuple[float, float]]:
     return found
 
 
-def cell_scores(root: Path) -> dict[tuple[str, str], dict[str, float]]:
-    """(assignment, student) -> {grade id: automatic score} of every graded cell."""
-    from nbgrader.api import Gradebook
-
-    found = {}
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        for assignment in gb.assignments:
-            for submission in assignment.submissions:
-                found[(assignment.name, submission.student.id)] = {
-                    grade.name: grade.auto_score
-                    for notebook in submission.notebooks
-                    for grade in notebook.grades
-                }
-    return found
-
-
 def page_text(page: Path) -> str:
     """The text of an HTML page as a reader sees it (code highlighting tags removed)."""
     return html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))

@@ -22,13 +22,14 @@ import nbformat
 import pytest
 from nbgrader_driver import (
     assert_all_succeeded,
-    cell_scores,
     hand_in,
     make_course,
     page_text,
     run_nbgrader,
     scores,
 )
+
+from grader.bench import cell_scores
 
 pytestmark = pytest.mark.slow
 
@@ -332,7 +333,7 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 )
 def test_cheat_gets_a_fair_score(batch: Path, student: str, assignment: str, expected: int) -> None:
     assert scores(batch)[(assignment, student)] == (expected, 10)
-    assert cell_scores(batch)[(assignment, student)] == CELL_SCORES[student]
+    assert cell_scores(batch, assignment, student) == CELL_SCORES[student]
     assert sum(CELL_SCORES[student].values()) == expected
 
 
