@@ -11,10 +11,8 @@ command) without paying for the imports again.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
-import signal
 import sys
 
 # Loaded once, in the forkserver; every fork starts with these modules in memory.
@@ -22,7 +20,7 @@ from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config.loader import PyFileConfigLoader
 
-_PR_SET_PDEATHSIG = 1
+from grader.sandbox import die_with_parent
 
 
 def grade(root: str, assignment: str, student: str, env: dict[str, str], log: str) -> None:
@@ -33,7 +31,7 @@ def grade(root: str, assignment: str, student: str, env: dict[str, str], log: st
     forkserver, and takes *env* as its whole environment.
     """
     os.setsid()
-    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    die_with_parent()
     if os.getppid() == 1:
         sys.exit("the grading command has ended")
     descriptor = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -20,7 +20,6 @@ absurd allocation still fails at once with a ``MemoryError``.
 
 from __future__ import annotations
 
-import ctypes
 import itertools
 import os
 import signal
@@ -28,9 +27,8 @@ import time
 from collections.abc import Callable, Set
 from pathlib import Path
 
-from grader.sandbox import processes_of
+from grader.sandbox import die_with_parent, processes_of
 
-_PR_SET_PDEATHSIG = 1
 #: Room above the memory limit for address space that is reserved, not used.
 BACKSTOP_EXTRA = 32 << 30
 
@@ -136,7 +134,7 @@ def start_watcher(limit: int, uid: int | None, on_exceeded: Callable[[int], None
     # The watcher: immune to the interrupts jupyter_client sends the kernel's
     # process group, gone if the kernel's launcher disappears.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    die_with_parent()
     try:
         if os.getppid() == kernel:
             watch(kernel, limit, uid, on_exceeded)

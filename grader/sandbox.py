@@ -29,6 +29,7 @@ address space its libraries reserve), CPU time, processes and file size.
 
 from __future__ import annotations
 
+import ctypes
 import glob
 import json
 import os
@@ -333,6 +334,18 @@ def kernel_command(policy: Policy, connection_file: str, workdir: str) -> list[s
             *kernel,
         ]
     return drop + kernel
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Have Linux kill this process when its parent ends (``PR_SET_PDEATHSIG``).
+
+    For the grader's helper processes (a student's grading fork, the memory
+    watcher), so that none outlives the process it works for.
+    """
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def processes_of(uid: int) -> set[int]:
