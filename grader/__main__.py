@@ -134,14 +134,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{flagged} of {len(students)} submissions need a human look")
         return 0
     classes = []
-    for assignment in dict.fromkeys(args.assignment):
+    assignments = list(dict.fromkeys(args.assignment))
+    for assignment in assignments:
         students = _students(course, assignment, args.student)
         if not students:
             return 1
         if args.work is None:
             work = course / "grading" / assignment
         else:
-            work = args.work / assignment if len(args.assignment) > 1 else args.work
+            work = args.work / assignment if len(assignments) > 1 else args.work
         run = batch_mod.Batch(
             course,
             assignment,

@@ -355,13 +355,12 @@ def run_classes(
     for slot in range(workers):
         slots.put(slot)
 
-    def job(index: int, student: str) -> tuple[int, Outcome]:
-        batch = classes[index][0]
+    def job(batch: Batch, student: str, template: Path) -> Outcome:
         slot = slots.get()
         try:
             own_uid = batch.level in ("bwrap+uid", "uid")
             uid = sandbox.BASE_UID + slot if own_uid else None
-            return index, grade_student(batch, student, templates[index], uid)
+            return grade_student(batch, student, template, uid)
         finally:
             slots.put(slot)
 
@@ -376,13 +375,14 @@ def run_classes(
             disable=not progress,
         ) as bar,
     ):
-        futures = [
-            pool.submit(job, index, student)
-            for index, (_, students) in enumerate(classes)
+        futures = {
+            pool.submit(job, batch, student, template): index
+            for index, ((batch, students), template) in enumerate(zip(classes, templates))
             for student in students
-        ]
+        }
         for future in as_completed(futures):
-            index, outcome = future.result()
+            outcome = future.result()
+            index = futures[future]
             batch = classes[index][0]
             if outcome.status == "graded":
                 try:

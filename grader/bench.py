@@ -170,21 +170,20 @@ def bench(
     }
     with tempfile.TemporaryDirectory(prefix="grader-bench-") as tmp:
         Path(tmp).chmod(0o711)  # the sandbox user walks through it at the "uid" level
+        kinds: dict[str, str] = {}  # the same class, by name and kind, in every assignment
+        for i in range(students):
+            kind = CLASS_OF_20[i % len(CLASS_OF_20)]
+            kinds[f"s{i:03d}-{kind}"] = kind
         classes = []
-        kinds: dict[str, str] = {}
         for assignment in assignments:
             copy = _course_copy(course, Path(tmp) / assignment)
             _nbgrader(copy, "generate_assignment", assignment)
-            names = []
-            for i in range(students):
-                kind = CLASS_OF_20[i % len(CLASS_OF_20)]
-                student = f"s{i:03d}-{kind}"
-                kinds[student] = kind
-                names.append(student)
+            for student, kind in kinds.items():
                 target = copy / "submitted" / student / assignment / f"{assignment}.ipynb"
                 target.parent.mkdir(parents=True)
                 nbformat.write(submission(copy, assignment, kind), target)
-            classes.append((batch_mod.Batch(copy, assignment, copy / "grading", workers), names))
+            run = batch_mod.Batch(copy, assignment, copy / "grading", workers)
+            classes.append((run, list(kinds)))
         busy, total = _cpu_times()
         started = time.monotonic()
         results = batch_mod.run_classes(classes)
