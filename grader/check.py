@@ -2,11 +2,19 @@
 
 It reads a student's submitted folder and flags duplicated or missing grade
 ids (duplicates, which JupyterLab's "split cell" makes, are repaired so the
-batch runs), renamed notebooks, the wrong assignment, code that reaches into
-the grading machinery, and imports of the course package's own answers. Code is
-read with :mod:`ast`, and its string constants are also read joined, with
-separators removed, and base64/hex-decoded, so that ``"get_" + "ipython"`` or
-an encoded ``gradebook`` is still seen.
+batch runs), renamed notebooks, the wrong assignment, cells the assignment
+gives that were changed, code that reaches into the grading machinery, and
+imports of the course package's own answers.
+
+Only the student's code is read: answer (solution) cells and cells of their
+own. The cells the assignment gives (its set-up, text and tests: every cell
+with a grade id that is not an answer) are compared with the release that
+``nbgrader generate_assignment`` stored in the gradebook, and never scanned:
+they may import course helpers a student may not, so reading them as the
+student's code flagged every honest notebook. Code is read with :mod:`ast`, and
+its string constants are also read joined, with separators removed, and
+base64/hex-decoded, so that ``"get_" + "ipython"`` or an encoded ``gradebook``
+is still seen.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import ast
 import base64
 import binascii
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -133,18 +142,81 @@ def scan_code(source: str) -> list[str]:
     return sorted(set(reasons))
 
 
-def _expected(template_db: Path, assignment: str) -> tuple[dict[str, set[str]], dict[str, str]]:
-    """Grade ids per notebook of *assignment*, and every other assignment's ids."""
+@dataclass(frozen=True)
+class Release:
+    """What the template gradebook says about one notebook of the assignment.
+
+    *ids* are every grade id a submission should still have; *given* maps each
+    cell that is not a solution cell, and whose source the gradebook stored, to
+    the (cell type, source) pairs an unchanged copy may have, whitespace at line
+    ends aside (see :func:`_given`). The rest, answers, are the student's code.
+    """
+
+    ids: frozenset[str]
+    given: dict[str, frozenset[tuple[str, str]]]
+
+
+def _normalised(source: str) -> str:
+    """*source* without trailing spaces and blank lines at either end.
+
+    An editor that trims them (VS Code ignores the locked flag JupyterLab
+    honours) changes nothing a reviewer cares about; indentation is kept.
+    """
+    return "\n".join(line.rstrip() for line in source.strip("\n").splitlines()).strip("\n")
+
+
+def _given(cell_type: str, source: str) -> frozenset[tuple[str, str]]:
+    """The versions of a given cell an honest submission holds.
+
+    The gradebook stores the source before ``generate_assignment`` clears the
+    hidden tests (and mark schemes), so that autograding can put them back: the
+    released copy is the stored one with those regions removed, while the
+    instructor's own notebook, handed in, still has them. Both are unchanged.
+    """
+    from nbgrader.preprocessors import ClearHiddenTests, ClearMarkScheme
+
+    versions = {source}
+    new_cell = (
+        nbformat.v4.new_markdown_cell if cell_type == "markdown" else nbformat.v4.new_code_cell
+    )
+    cell = new_cell(source)
+    try:
+        for step in (
+            ClearHiddenTests(enforce_metadata=False),
+            ClearMarkScheme(enforce_metadata=False),
+        ):
+            cell, _ = step.preprocess_cell(cell, {}, 0)
+        versions.add(cell.source)
+    except RuntimeError:  # unbalanced delimiters: the stored source is the only version
+        pass
+    return frozenset((cell_type, _normalised(v)) for v in versions)
+
+
+def _expected(template_db: Path, assignment: str) -> tuple[dict[str, Release], dict[str, str]]:
+    """What each notebook of *assignment* was released with, and every other assignment's ids.
+
+    A grade id listed as graded but without a stored source (a gradebook not
+    made by ``generate_assignment``) has nothing to be compared with, so its
+    cell is scanned like the student's own.
+    """
     from nbgrader.api import Gradebook
 
-    mine: dict[str, set[str]] = {}
+    mine: dict[str, Release] = {}
     others: dict[str, str] = {}
     with Gradebook(f"sqlite:///{template_db}") as gb:
         for each in gb.assignments:
             for notebook in each.notebooks:
-                ids = {c.name for c in notebook.grade_cells + notebook.solution_cells}
+                answers = {c.name for c in notebook.solution_cells}
+                graded = {c.name for c in notebook.grade_cells}
+                sources = {c.name: c for c in notebook.source_cells}
+                ids = answers | graded | set(sources)
                 if each.name == assignment:
-                    mine[notebook.name] = ids
+                    given = {
+                        name: _given(cell.cell_type, cell.source or "")
+                        for name, cell in sources.items()
+                        if name not in answers
+                    }
+                    mine[notebook.name] = Release(frozenset(ids), given)
                 else:
                     others.update(dict.fromkeys(ids, each.name))
     return mine, others
@@ -203,20 +275,38 @@ def check_submission(
 
 
 def _check_notebook(
-    nb: nbformat.NotebookNode, name: str, expected: set[str], others: dict[str, str]
+    nb: nbformat.NotebookNode, name: str, release: Release, others: dict[str, str]
 ) -> list[str]:
+    """Flags for one readable notebook: wrong assignment, missing ids, changed or suspect cells.
+
+    The first cell with a given grade id is compared with the release; a later
+    copy of it (a split cell) loses its metadata in the repair and then runs as
+    the student's own code, so it is scanned, as are answer cells and cells
+    without a grade id. Which cells are answers comes from the gradebook, not
+    from the submitted metadata, which the student can edit.
+    """
     flags = []
     ids = {c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells} - {None}
-    if ids and not ids & expected and ids & set(others):
+    wrong = bool(ids and not ids & release.ids and ids & set(others))
+    if wrong:
         flags.append(f"{name} looks like assignment {others[next(iter(ids & set(others)))]}")
-    gone = expected - ids
-    if gone and not (not ids & expected and ids & set(others)):
+    gone = release.ids - ids
+    if gone and not wrong:
         flags.append(f"missing grade ids {sorted(gone)}")
+    seen: set[str] = set()
     for index, cell in enumerate(nb.cells):
-        meta = cell.metadata.get("nbgrader", {})
-        restored = meta.get("grade_id") in expected and not meta.get("solution")
-        if cell.cell_type != "code" or restored:
-            continue  # nbgrader restores these from the source
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        first = bool(grade_id) and grade_id not in seen
+        if grade_id:
+            seen.add(grade_id)
+        if first and grade_id in release.given:
+            if (cell.cell_type, _normalised(cell.source)) not in release.given[grade_id]:
+                flags.append(
+                    f"cell {index + 1} (grade id {grade_id}) given by the assignment was changed"
+                )
+            continue  # nbgrader grades the released source, whatever is here
+        if cell.cell_type != "code":
+            continue
         for reason in scan_code(cell.source):
             flags.append(f"cell {index + 1}: {reason}")
     return flags
