@@ -25,8 +25,10 @@ c.Execute.interrupt_on_timeout = True
 # Keras or CUDA takes one to two seconds to wind down, per notebook graded.
 c.Execute.shutdown_kernel = "immediate"
 
-# Autograde with two replacements (grader/preprocessors.py): stderr output such as
-# a NumbaPerformanceWarning no longer scores a correct test cell 0, and a test
+# Autograde with two replacements (grader/preprocessors.py): the kernel always
+# runs in the grading sandbox (also for plain `nbgrader autograde`, with the
+# default limits; `python -m grader autograde` sets its own), stderr output such
+# as a NumbaPerformanceWarning no longer scores a correct test cell 0, and a test
 # cell that did not run to its end (e.g. blanked by an IPython input
 # transformer) scores 0 and is flagged for manual grading.
 c.Autograde.autograde_preprocessors = [

@@ -30,6 +30,13 @@ def main(argv: list[str] | None = None) -> int:
     collect = sub.add_parser("collect", help="file downloaded submissions into submitted/")
     collect.add_argument("assignment")
     collect.add_argument("inputs", nargs="+", type=Path, help="folders, notebooks or zip files")
+    collect.add_argument(
+        "--keep",
+        choices=["latest", "on-time"],
+        default="latest",
+        help="which of two notebooks of one student with one name to file: the latest "
+        "(Canvas LATE or resubmission -1, -2, else the later input; default) or an on-time one",
+    )
 
     check = sub.add_parser("check", help="flag submissions for manual review before grading")
     check.add_argument("assignment")
@@ -54,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--memory", type=_size, default=_size("4G"), help="per notebook (4G)")
     grade.add_argument("--cpu", type=int, default=600, help="CPU seconds per notebook (600)")
     grade.add_argument("--processes", type=int, default=512, help="processes/threads (512)")
+    grade.add_argument(
+        "--disk", type=_size, default=_size("1G"), help="files a notebook may write (1G)"
+    )
     grade.add_argument(
         "--slurm", action="store_true", help="one Slurm array task per student, then merge here"
     )
@@ -93,15 +103,21 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     if args.command == "sandbox":
+        from grader.cgroups import describe
+
         level = sandbox.detect_level()
         print(f"grading sandbox: {level}: {sandbox.LEVEL_MEANING[level]}")
+        print(describe())
+        print("a kernel can read:")
+        for path in sandbox.visible_paths(level, private=[course]):
+            print(f"  {path}")
         for warning in sandbox.environment_warnings():
             print(f"warning: {warning}")
         return 0
     if args.command == "collect":
         from grader.collect import collect_all
 
-        report = collect_all(course, args.assignment, args.inputs)
+        report = collect_all(course, args.assignment, args.inputs, keep=args.keep)
         print(report.text())
         return 1 if report.refused else 0
     if args.command == "bench":
@@ -152,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             args.memory,
             args.cpu,
             args.processes,
+            args.disk,
         )
         classes.append((run, students))
     level = classes[0][0].level
@@ -169,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         if len(classes) > 1:
             print(f"\n{run.assignment}")
         print(batch_mod.table(outcomes))
-        failed = [o.student for o in outcomes if o.status != "graded"]
+        failed = [o.student for o in outcomes if o.status == "failed"]
         if failed:
             failed_any = True
             print(

@@ -20,7 +20,7 @@ from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config.loader import PyFileConfigLoader
 
-from grader.sandbox import die_with_parent
+from grader.processes import die_with_parent
 
 
 def grade(root: str, assignment: str, student: str, env: dict[str, str], log: str) -> None:

@@ -18,6 +18,7 @@ import json
 import multiprocessing
 import os
 import queue
+import re
 import shutil
 import signal
 import sys
@@ -28,9 +29,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from grader import box as boxes
 from grader import sandbox
 from grader.check import check_submission
 from grader.flags import FLAGS_ENV
+from grader.processes import BASE_UID, claim_uids, kill_user_processes, unreachable
+from grader.safe_files import copy_tree, replace_tree
 
 if TYPE_CHECKING:
     from traitlets.config import Config
@@ -41,11 +45,9 @@ c = get_config()  # noqa: F821
 load_subconfig({main!r})  # noqa: F821
 c.CourseDirectory.root = {root!r}
 c.CourseDirectory.db_url = {db_url!r}
-c.Execute.kernel_name = {kernel!r}
-# Unix sockets in the runtime folder: the kernel has no network.
-c.KernelManager.transport = "ipc"
-c.KernelManager.ip = {socket!r}
-c.KernelManager.connection_file = {connection!r}
+# The run's limits and this worker's user id; the sandbox is made in box/.
+c.GuardedExecute.sandbox_policy = {policy!r}
+c.GuardedExecute.box_folder = {box!r}
 """
 
 
@@ -73,6 +75,7 @@ class Batch:
     memory_bytes: int = 4 << 30
     cpu_seconds: int = 600
     processes: int = 512
+    disk_bytes: int = 1 << 30
     level: str = ""
     #: Threads per notebook for the numerical libraries; 0: this machine's cores
     #: shared out among the workers.
@@ -110,7 +113,7 @@ def prepare(batch: Batch) -> Path:
     batch.work.mkdir(parents=True, exist_ok=True)
     _traversable(batch.work)
     if batch.level == "uid":  # no private mounts: the sandbox user walks the real path
-        blocked = sandbox.unreachable(batch.work, sandbox.BASE_UID)
+        blocked = unreachable(batch.work, BASE_UID)
         if blocked:
             raise SystemExit(
                 f"the sandbox user cannot pass through {blocked}: use --work with "
@@ -127,15 +130,22 @@ def prepare(batch: Batch) -> Path:
     template = batch.work / "template.db"
     shutil.copy2(main_db, template)
     template.chmod(0o600)
-    (batch.work / "jupyter").mkdir(exist_ok=True)
-    _traversable(batch.work / "jupyter")
     return template
 
 
-def student_copy(batch: Batch, student: str, template: Path, uid: int | None) -> Path:
-    """A course folder for one student: config, gradebook copy, sources, their submission."""
+def student_copy(
+    batch: Batch, student: str, template: Path, uid: int | None
+) -> tuple[Path, list[str]]:
+    """A course folder for one student: config, gradebook copy, sources, their submission.
+
+    The submission is copied without links or oversized files (what was left
+    out comes back as flags): it came from outside, and nbgrader copies it on
+    as root.
+    """
     root = batch.work / student
-    if root.exists():
+    if root.is_symlink() or root.is_file():
+        root.unlink()
+    elif root.exists():
         shutil.rmtree(root)
     root.mkdir()
     _traversable(root)
@@ -147,46 +157,35 @@ def student_copy(batch: Batch, student: str, template: Path, uid: int | None) ->
         root / "solutions" / batch.assignment,
         ignore=shutil.ignore_patterns("*.ipynb", ".ipynb_checkpoints"),
     )
-    shutil.copytree(
+    (root / "submitted" / student).mkdir(parents=True)
+    left_out = copy_tree(
         batch.course / "submitted" / student / batch.assignment,
         root / "submitted" / student / batch.assignment,
     )
     for private in ("solutions", "submitted"):
         (root / private).chmod(0o700)
-    runtime = root / "runtime"
-    runtime.mkdir(mode=0o700)
-    home = runtime / "home"
-    home.mkdir(mode=0o700)
-    if uid is not None:
-        for folder in (runtime, home):
-            os.chown(folder, uid, uid)
     policy = sandbox.Policy(
         level=batch.level,
         uid=uid,
         memory_bytes=batch.memory_bytes,
         cpu_seconds=batch.cpu_seconds,
         processes=batch.processes,
+        disk_bytes=batch.disk_bytes,
         threads=batch.threads,
         gpu=bool(batch.gpu),
-        home=str(home),
-        hide=[str(batch.course), str(batch.work), "/root", "/home", "/tmp", "/var/tmp", "/dev/shm"],
-        readonly=sandbox.course_environment_paths(private=[batch.course, batch.work]),
-        writable=[str(runtime)],
     )
-    policy.save(root / "policy.json")
-    kernel = sandbox.install_kernelspec(root / "jupyter", root / "policy.json")
+    policy.save(root / "limits.json")
     (root / "nbgrader_config.py").write_text(
         _CONFIG.format(
             main=str(batch.course / "nbgrader_config.py"),
             root=str(root),
             db_url=f"sqlite:///{root / 'gradebook.db'}",
-            kernel=kernel,
-            socket=str(runtime / "kernel"),
-            connection=str(runtime / "kernel.json"),
+            policy=str(root / "limits.json"),
+            box=str(root / "box"),
         )
     )
     (root / "nbgrader_config.py").chmod(0o600)
-    return root
+    return root, [f"submission file {line}" for line in left_out]
 
 
 @functools.cache
@@ -207,19 +206,44 @@ def _kill_group(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
+#: What nbgrader's log says when a notebook could not be run, and what that means.
+_FAILURES = (
+    ("DeadKernelError", "the kernel died while a cell ran (the notebook ended it, or it crashed)"),
+    ("Kernel died before replying", "the kernel died while starting"),
+    ("Kernel didn't respond", "the kernel did not start in time"),
+)
+
+
+def failure_reason(log: str) -> str:
+    """One line that says why nbgrader could not grade a notebook, from its log."""
+    for marker, meaning in _FAILURES:
+        if marker in log:
+            return meaning
+    errors = [
+        line.strip()
+        for line in log.splitlines()
+        if re.match(r"\s*[\w.]+(Error|Exception|Exit)\b:?", line)
+        and "NbGraderException" not in line
+    ]
+    last = errors[-1] if errors else (log.strip().splitlines() or ["no log"])[-1]
+    return "nbgrader: " + last[:200]
+
+
 def grade_student(batch: Batch, student: str, template: Path, uid: int | None) -> Outcome:
     """Check, then autograde one student in their own copy; never raises."""
     started = time.monotonic()
     outcome = Outcome(student)
+    if not (batch.course / "submitted" / student / batch.assignment).is_dir():
+        outcome.status = "no submission"
+        return outcome
     try:
-        root = student_copy(batch, student, template, uid)
+        root, outcome.flags = student_copy(batch, student, template, uid)
         outcome.flags += check_submission(
             root / "submitted" / student / batch.assignment, batch.assignment, template, repair=True
         )
         env = dict(os.environ)
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-        env["JUPYTER_PATH"] = f"{root / 'jupyter'}{os.pathsep}{env.get('JUPYTER_PATH', '')}"
-        env["JUPYTER_RUNTIME_DIR"] = str(root / "runtime")
+        env["JUPYTER_RUNTIME_DIR"] = str(root / "jupyter-runtime")
         env[FLAGS_ENV] = str(root / "flags.jsonl")
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         from grader import autograde_one  # nbgrader's imports: only when grading
@@ -235,7 +259,9 @@ def grade_student(batch: Batch, student: str, template: Path, uid: int | None) -
             proc.join()
             outcome.flags.append(f"stopped after the {batch.wall_seconds} s limit per notebook")
         if uid is not None:
-            sandbox.kill_user_processes(uid)
+            kill_user_processes(uid)
+        # Killed before nbgrader took its sandbox apart: do it here.
+        outcome.flags += [f"memory: {reason}" for reason in boxes.close_left_behind(root / "box")]
         result_file = root / "result.json"
         result = json.loads(result_file.read_text()) if result_file.is_file() else None
         if (root / "flags.jsonl").is_file():
@@ -248,14 +274,14 @@ def grade_student(batch: Batch, student: str, template: Path, uid: int | None) -
             outcome.status = "failed"
             # a limit that stopped the notebook is the reason; nbgrader's error only echoes it
             stopped = any(
-                f.startswith("memory:") or "limit per notebook" in f for f in outcome.flags
+                f.startswith(("memory:", "disk:")) or "limit per notebook" in f
+                for f in outcome.flags
             )
             if not stopped and proc.exitcode not in (0, None):
                 outcome.flags.append(f"grading process ended with status {proc.exitcode}")
-            elif not stopped and result:
-                outcome.flags.append(
-                    "nbgrader: " + (result["error"] or result["log"]).strip().splitlines()[-1][:200]
-                )
+            elif not stopped:
+                log = (root / "autograde.log").read_text(errors="replace")
+                outcome.flags.append(failure_reason(log + (result or {}).get("log", "")))
     except Exception as error:  # noqa: BLE001  (one student's problem must not stop the class)
         outcome.status = "failed"
         outcome.flags.append(f"{type(error).__name__}: {error}")
@@ -268,15 +294,14 @@ def merge(batch: Batch, outcome: Outcome) -> None:
     from sqlalchemy.exc import SAWarning
 
     root = batch.work / outcome.student
+    graded = root / "autograded" / outcome.student / batch.assignment
+    target = batch.course / "autograded" / outcome.student / batch.assignment
+    target.parent.mkdir(parents=True, exist_ok=True)
+    outcome.flags += [f"graded folder: {line}" for line in replace_tree(graded, target)]
     # nbgrader's own update_or_create_submission warns about its session (harmless).
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SAWarning)
         _merge_scores(batch, outcome, root)
-    graded = root / "autograded" / outcome.student / batch.assignment
-    target = batch.course / "autograded" / outcome.student / batch.assignment
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(graded, target)
 
 
 def _merge_scores(batch: Batch, outcome: Outcome, root: Path) -> None:
@@ -345,24 +370,35 @@ def run_classes(
     workers' number is the first batch's (all must agree, as it sets each
     notebook's thread share); outcomes come per class, in input order.
     """
-    from tqdm import tqdm
-
     workers = classes[0][0].workers
     if any(b.workers != workers for b, _ in classes):
         raise ValueError("the batches of one run must have the same number of workers")
     templates = [prepare(b) for b, _ in classes]
-    slots: queue.Queue[int] = queue.Queue()
+    own_uids = classes[0][0].level in ("bwrap+uid", "uid")
+    with claim_uids(workers if own_uids else 0) as uids:
+        return _run_pool(classes, templates, uids, progress)
+
+
+def _run_pool(
+    classes: list[tuple[Batch, list[str]]],
+    templates: list[Path],
+    uids: list[int],
+    progress: bool,
+) -> list[list[Outcome]]:
+    """The pool of :func:`run_classes`: each worker grades as one of *uids* (if any)."""
+    from tqdm import tqdm
+
+    workers = classes[0][0].workers
+    slots: queue.Queue[int | None] = queue.Queue()
     for slot in range(workers):
-        slots.put(slot)
+        slots.put(uids[slot] if uids else None)
 
     def job(batch: Batch, student: str, template: Path) -> Outcome:
-        slot = slots.get()
+        uid = slots.get()
         try:
-            own_uid = batch.level in ("bwrap+uid", "uid")
-            uid = sandbox.BASE_UID + slot if own_uid else None
             return grade_student(batch, student, template, uid)
         finally:
-            slots.put(slot)
+            slots.put(uid)
 
     outcomes: list[dict[str, Outcome]] = [{} for _ in classes]
     names = ", ".join(dict.fromkeys(b.assignment for b, _ in classes))

@@ -8,13 +8,17 @@ start its threads under a 4 GB ``RLIMIT_DATA``, while a CPU kernel running the
 same notebook needs a fraction of that. The same correct notebook would score
 10/10 on a CPU grader and 0 on a GPU grader.
 
-So the limit is on *anonymous resident memory* (``RssAnon`` in
-``/proc/PID/status``): the pages a program has really written, such as NumPy
-arrays, and not the shared libraries it maps or the address space it only
-reserves. A watcher process polls it for the kernel and everything it started
-(and, with a user id of its own, every process of that user); over the limit
-it kills them all and leaves a flag for the reviewer. The kernel launcher also
-keeps a far larger ``RLIMIT_DATA`` (see :func:`data_backstop`) so that one
+So the limit is on *anonymous and shared resident memory* (``RssAnon`` and
+``RssShmem`` in ``/proc/PID/status``): the pages a program has really written,
+such as NumPy arrays or a shared-memory block, and not the shared libraries it
+maps or the address space it only reserves. A watcher process polls it for
+the kernel and everything it started (and, with a user id of its own, every
+process of that user); over the limit it kills them all and leaves a flag for
+the reviewer. Once a second it also adds up the files the notebook wrote in
+its writable folders and its ``/tmp`` (its own inside bubblewrap, seen
+through ``/proc/PID/root``; else what its user left in the machine's) against
+the policy's disk limit. The kernel launcher also keeps a
+far larger ``RLIMIT_DATA`` (see :func:`data_backstop`) so that one
 absurd allocation still fails at once with a ``MemoryError``.
 """
 
@@ -24,10 +28,12 @@ import itertools
 import os
 import signal
 import time
-from collections.abc import Callable, Set
+from collections.abc import Callable, Iterable, Set
 from pathlib import Path
 
-from grader.sandbox import die_with_parent, processes_of
+from grader.processes import die_with_parent, processes_of
+from grader.safe_files import SHARED_TEMP, disk_usage
+from grader.sandbox import Policy
 
 #: Room above the memory limit for address space that is reserved, not used.
 BACKSTOP_EXTRA = 32 << 30
@@ -39,11 +45,12 @@ def data_backstop(memory_bytes: int) -> int:
 
 
 def _anonymous_bytes(pid: int) -> int:
-    """``RssAnon`` of one process: the pages it has written itself."""
+    """``RssAnon`` plus ``RssShmem`` of one process: the pages it has written itself."""
+    total = 0  # stays 0 for a kernel thread or a zombie
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("RssAnon:"):
-            return int(line.split()[1]) * 1024
-    return 0  # a kernel thread or a zombie
+        if line.startswith(("RssAnon:", "RssShmem:")):
+            total += int(line.split()[1]) * 1024
+    return total
 
 
 def _running(pid: int) -> bool:
@@ -93,30 +100,64 @@ def watched(root: int, strays: Set[int] = frozenset()) -> dict[int, int]:
     return usage
 
 
+def _sandbox_temp(pids: Iterable[int]) -> list[str]:
+    """The kernel's own /tmp, /var/tmp and /dev/shm, seen from outside its mount namespace.
+
+    Files there are memory, and a file nobody maps is in no process's resident
+    memory: counted as files, they cannot pass both limits unseen.
+    """
+    host = os.stat("/tmp").st_dev
+    for pid in pids:
+        root = f"/proc/{pid}/root"
+        try:
+            if os.stat(f"{root}/tmp").st_dev != host:
+                return [f"{root}{folder}" for folder in SHARED_TEMP]
+        except OSError:
+            continue
+    return []
+
+
+def _disk_used(policy: Policy, pids: Iterable[int]) -> int:
+    """Bytes of files the notebook wrote: its folders, and its /tmp (its own, or the machine's)."""
+    used = disk_usage(policy.writable)
+    if policy.level.startswith("bwrap"):
+        used += disk_usage(_sandbox_temp(pids))
+    elif policy.uid is not None:
+        used += disk_usage(list(SHARED_TEMP), owner=policy.uid)
+    return used
+
+
 def watch(
     root: int,
-    limit: int,
-    uid: int | None,
-    on_exceeded: Callable[[int], None],
+    policy: Policy,
+    on_exceeded: Callable[[str, int], None],
     interval: float = 0.2,
     user_scan_every: int = 5,
 ) -> None:
-    """Poll until *root* ends; over *limit*, call *on_exceeded*, then kill what is watched.
+    """Poll until *root* ends; over a limit, call *on_exceeded* (``"memory"`` or ``"disk"``,
+    the amount), then kill what is watched.
 
-    With a sandbox user *uid*, its processes outside the tree are looked for on
-    every *user_scan_every*-th poll (a ``stat`` of every process: the dear part).
+    With a sandbox user, its processes outside the tree are looked for on every
+    *user_scan_every*-th poll (a ``stat`` of every process: the dear part), and
+    the files are counted as often.
     """
     strays: set[int] = set()
+    uid = policy.uid
     for poll in itertools.count():
-        if uid is not None and poll % user_scan_every == 0:
+        scan = poll % user_scan_every == 0
+        if uid is not None and scan:
             strays = processes_of(uid)
         usage = watched(root, strays)
         if root not in usage:
             return
-        total = sum(usage.values())
-        if total > limit:
+        exceeded = None
+        if sum(usage.values()) > policy.memory_bytes:
+            exceeded = ("memory", sum(usage.values()))
+        elif scan and policy.writable and (disk := _disk_used(policy, usage)) > policy.disk_bytes:
+            exceeded = ("disk", disk)
+        if exceeded:
             # Report first: the watcher dies with the kernel (its parent).
-            on_exceeded(total)
+            on_exceeded(*exceeded)
             for pid in usage:
                 try:
                     os.kill(pid, signal.SIGKILL)
@@ -126,7 +167,7 @@ def watch(
         time.sleep(interval)
 
 
-def start_watcher(limit: int, uid: int | None, on_exceeded: Callable[[int], None]) -> None:
+def start_watcher(policy: Policy, on_exceeded: Callable[[str, int], None]) -> None:
     """Fork a watcher of this process (which is about to ``exec`` the kernel)."""
     kernel = os.getpid()
     if os.fork():
@@ -137,6 +178,6 @@ def start_watcher(limit: int, uid: int | None, on_exceeded: Callable[[int], None
     die_with_parent()
     try:
         if os.getppid() == kernel:
-            watch(kernel, limit, uid, on_exceeded)
+            watch(kernel, policy, on_exceeded)
     finally:
         os._exit(0)

@@ -18,23 +18,35 @@ transformer) gets full marks. :class:`GuardedExecute` replaces nbgrader's
   output (0 points) named :data:`INTEGRITY_ERROR`; :class:`SaveAutoGradesWithFlags`
   then marks it for manual grading;
 * stderr streams become stdout streams under a label, so warnings never cost
-  points, while real errors stay errors.
+  points, while real errors stay errors;
+* the kernel always runs in the grading sandbox (:mod:`grader.box`): with the
+  limits and user id ``python -m grader autograde`` wrote into
+  :attr:`GuardedExecute.sandbox_policy`, or, for plain ``nbgrader autograde``
+  (the command line or the formgrader's button), with this machine's strongest
+  level and the default limits. So no way of grading runs a student's code
+  with the instructor's rights.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import hmac
 import secrets
+from pathlib import Path
 from typing import Any
 
+from jupyter_client.kernelspec import KernelSpecManager
 from nbclient.util import run_sync
 from nbformat import NotebookNode
 from nbgrader import utils
 from nbgrader.preprocessors import Execute, SaveAutoGrades
+from traitlets import Unicode
 
+from grader import box as boxes
 from grader.flags import record_flag
+from grader.sandbox import Policy
 
 INTEGRITY_ERROR = "GradingIntegrityError"
 STDERR_LABEL = "[stderr, not counted as an error] "
@@ -121,9 +133,51 @@ def _scrub(cell: NotebookNode, token: str) -> None:
 
 
 class GuardedExecute(Execute):
-    """nbgrader's ``Execute`` plus the run-time integrity check and the stderr fix."""
+    """nbgrader's ``Execute`` in the sandbox, with the run-time integrity check and stderr fix."""
+
+    sandbox_policy = Unicode(
+        "",
+        help="Limits and user id for the sandboxed kernel (JSON of grader.sandbox.Policy), "
+        "written by python -m grader; empty: this machine's strongest sandbox, default limits.",
+    ).tag(config=True)
+    box_folder = Unicode(
+        "", help="Where the notebook's sandbox is made; empty: a temporary folder."
+    ).tag(config=True)
 
     def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
+        with contextlib.ExitStack() as stack:
+            self._stack = stack
+            self._box: boxes.Box | None = None
+            try:
+                return self._preprocess(nb, resources)
+            finally:
+                if self._box is not None:
+                    for reason in self._box.close():
+                        self.log.warning("Notebook stopped: %s", reason)
+                        record_flag("memory", reason)
+
+    def create_kernel_manager(self) -> Any:
+        """The kernel manager of a ``grader-sandbox`` kernel in a fresh box for this notebook."""
+        notebook_dir = Path(self.resources.get("metadata", {}).get("path") or ".").resolve()
+        if self.sandbox_policy:
+            limits, folder = Policy.load(self.sandbox_policy), Path(self.box_folder)
+        else:
+            limits, folder = boxes.plain_setting(self._stack)
+        # nbgrader runs in <course>/autograded/<student>/<assignment>: the course stays out.
+        private = [Path.cwd(), *notebook_dir.parents[:3]]
+        self._box = boxes.open_box(limits, notebook_dir, folder, private)
+        for left_out in self._box.left_out:
+            record_flag("files", left_out)
+        self.kernel_name = boxes.KERNEL_NAME
+        km = super().create_kernel_manager()
+        km.kernel_spec_manager = KernelSpecManager(kernel_dirs=self._box.kernel_dirs)
+        # Unix sockets in the runtime folder: the kernel has no network.
+        km.transport = "ipc"
+        km.ip = str(self._box.runtime / "kernel")
+        km.connection_file = str(self._box.runtime / "kernel.json")
+        return km
+
+    def _preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
         nonce = secrets.token_bytes(32)
         self._tokens: dict[int, str] = {}
         self._tampered: set[int] = set()

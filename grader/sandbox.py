@@ -8,10 +8,12 @@ allows:
 
 ``bwrap+uid``  (root, user namespaces allowed): a user id of its own, and
     bubblewrap with no network, its own process tree (everything it started
-    dies with the kernel), the course folder, the grading folder, ``/root``,
-    ``/home`` and ``/tmp`` replaced by empty folders, and only the Python
-    environment and ``demos`` (read-only) and the notebook's own folder
-    (writable) put back;
+    dies with the kernel) and a file system that holds only what is put back:
+    the system folders (:data:`SYSTEM_FOLDERS`, read-only), the Python
+    environment and ``demos`` (read-only), a copy of the notebook's folder and
+    its runtime folder (writable), and small ``/tmp`` and ``/dev/shm`` of its
+    own. Nothing else of the machine is there, so a second copy of the course
+    elsewhere (a backup, another checkout) is not readable either;
 ``bwrap``      (not root): the same without a user id of its own;
 ``uid``        (root, no user namespaces, e.g. an unprivileged container): a
     user id of its own, so nothing of the grader's is writable and the
@@ -22,37 +24,47 @@ allows:
     user id: make its folders and their parents ``o+rx``): resource limits
     only, with a warning.
 
-Every level limits memory (the resident memory a notebook really writes, kept
-by :mod:`grader.memory_watch`, so that a GPU kernel is not stopped for the
-address space its libraries reserve), CPU time, processes and file size.
+At every level the kernel works in a copy of the notebook's folder
+(:attr:`Policy.workdir`), never in the folder nbgrader writes the graded
+notebook into, so nothing the student's code leaves there (a link to the
+gradebook, say) is ever written through or copied by the grader. Every level
+limits memory (the resident memory a notebook really writes, kept by
+:mod:`grader.memory_watch`, so that a GPU kernel is not stopped for the address
+space its libraries reserve, and a memory cgroup where one can be made:
+:mod:`grader.cgroups`), the files it writes (:attr:`Policy.disk_bytes`), CPU
+time and processes.
 """
 
 from __future__ import annotations
 
-import ctypes
 import glob
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-#: First user id the sandboxes use; worker *k* uses ``BASE_UID + k``.
-BASE_UID = 61000
+from grader.processes import BASE_UID
 
 LEVEL_MEANING = {
-    "bwrap+uid": "own user id, no network, own process tree, course files hidden or read-only",
-    "bwrap": "no network, own process tree, course files hidden or read-only (same user id)",
+    "bwrap+uid": "own user id, no network, own process tree, only the system folders, the "
+    "Python environment and the notebook's own folder visible",
+    "bwrap": "no network, own process tree, only the system folders, the Python environment "
+    "and the notebook's own folder visible (same user id)",
     "uid": "own user id: course files and gradebook not writable, gradebook copies unreadable, "
     "its processes killed after each notebook; CANNOT hide world-readable files "
     "(e.g. solutions/) or cut the network (no user namespaces here)",
     "limits": "resource limits only: CANNOT protect the gradebook or course files "
     "(run as root or allow user namespaces)",
 }
+
+#: What the machine gives every sandboxed kernel, read-only: programs, libraries,
+#: configuration (/etc: users, certificates, the dynamic linker's cache) and the
+#: kernel's device descriptions (/sys: CPU counts, GPUs). Nothing that holds users'
+#: files: /home, /root, /srv, /opt, /var, /mnt and /tmp stay out.
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
 
 
 @dataclass
@@ -64,7 +76,8 @@ class Policy:
     memory_bytes: int = 4 << 30
     cpu_seconds: int = 600
     processes: int = 512
-    file_bytes: int = 1 << 30
+    #: What the notebook may write in its folders, its HOME and its /tmp, together.
+    disk_bytes: int = 1 << 30
     #: Threads each numerical library may start (0: its own default, all cores).
     threads: int = 0
     #: Whether the kernel sees the GPUs (False for assignments whose tests need none).
@@ -73,12 +86,18 @@ class Policy:
     #: (CuPy's compiled kernels, Keras' settings). Empty: /tmp inside bubblewrap,
     #: the grader's HOME otherwise.
     home: str = ""
-    hide: list[str] = field(default_factory=list)
+    #: The copy of the notebook's folder the kernel works in (bound at the
+    #: notebook's own path inside bubblewrap). Empty: the notebook's folder itself.
+    workdir: str = ""
+    #: The notebook's memory cgroup (:mod:`grader.cgroups`), empty where there is none.
+    cgroup: str = ""
     readonly: list[str] = field(default_factory=list)
     writable: list[str] = field(default_factory=list)
 
     def save(self, path: Path) -> None:
-        path.write_text(json.dumps(asdict(self), indent=1))
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(descriptor, "w") as f:
+            json.dump(asdict(self), f, indent=1)
 
     @classmethod
     def load(cls, path: str | Path) -> Policy:
@@ -94,22 +113,32 @@ def _works(args: list[str]) -> bool:
 
 # What every sandboxed kernel gets from bubblewrap (and what detect_level probes):
 # no network, its own process tree, IPC and host name, killed with its parent, no
-# terminal to inject into, the file system read-only, fresh /dev and /proc.
-_ISOLATION = (
+# terminal to inject into, an empty root with the system folders put back read-only,
+# fresh /dev and /proc.
+_NAMESPACES = (
     "--unshare-net",
     "--unshare-pid",
     "--unshare-ipc",
     "--unshare-uts",
     "--die-with-parent",
     "--new-session",
-    "--ro-bind",
-    "/",
-    "/",
-    "--dev",
-    "/dev",
-    "--proc",
-    "/proc",
 )
+
+
+def _system(path: str) -> bool:
+    """Whether *path* is already put back as (part of) a system folder."""
+    return any(path == f or path.startswith(f + "/") for f in SYSTEM_FOLDERS)
+
+
+def _system_arguments() -> list[str]:
+    """The system folders put back (a merged-/usr link such as /bin -> usr/bin stays a link)."""
+    args: list[str] = []
+    for folder in SYSTEM_FOLDERS:
+        if os.path.islink(folder):
+            args += ["--symlink", os.readlink(folder), folder]
+        elif os.path.isdir(folder):
+            args += ["--ro-bind", folder, folder]
+    return [*args, "--dev", "/dev", "--proc", "/proc"]
 
 
 def detect_level() -> str:
@@ -124,7 +153,8 @@ def detect_level() -> str:
         return chosen
     root = os.geteuid() == 0
     bwrap = shutil.which("bwrap")
-    probe = [*_ISOLATION, "true"]  # the isolation the kernel will get, around a no-op
+    isolation = [*_NAMESPACES, *_system_arguments()]
+    probe = [*isolation, "true"]  # the isolation the kernel will get, around a no-op
     if (
         root
         and bwrap
@@ -132,7 +162,7 @@ def detect_level() -> str:
         and _works(
             [
                 bwrap,
-                *_ISOLATION,
+                *isolation,
                 "setpriv",
                 f"--reuid={BASE_UID}",
                 f"--regid={BASE_UID}",
@@ -181,6 +211,18 @@ def course_environment_paths(private: list[Path] | tuple[Path, ...] = ()) -> lis
         if not any(real.is_relative_to(p) or p.is_relative_to(real) for p in hidden):
             paths.append(str(real))
     return list(dict.fromkeys(os.path.realpath(p) for p in paths))
+
+
+def visible_paths(level: str, private: list[Path]) -> list[str]:
+    """What a sandboxed kernel at *level* can read (for ``python -m grader sandbox``)."""
+    if not level.startswith("bwrap"):
+        return ["every world-readable file of this machine (no user namespaces here)"]
+    system = [p for p in SYSTEM_FOLDERS if os.path.isdir(p) and not os.path.islink(p)]
+    environment = [p for p in course_environment_paths(private) if not _system(p)]
+    return [
+        *(f"{p} (read-only)" for p in [*system, *environment]),
+        "a copy of the notebook's folder, its own HOME, /tmp, /dev/shm (writable, removed after)",
+    ]
 
 
 #: Packages every grading kernel imports before the student's first line.
@@ -266,37 +308,44 @@ def kernel_environment(policy: Policy) -> dict[str, str]:
 
 
 def _bwrap_arguments(policy: Policy, workdir: str) -> list[str]:
-    """bubblewrap options: hide, then put back read-only and writable folders."""
-    args = list(_ISOLATION)
+    """bubblewrap options: an empty root, then only what the kernel needs put back.
+
+    An allow-list rather than a list of course folders to hide: whatever is
+    not named here (another checkout of the course, a backup, other users'
+    homes) does not exist for the kernel. The notebook's copy (*workdir*'s
+    stand-in, :attr:`Policy.workdir`) is bound at the notebook's own path, so
+    the student's code sees the folder it expects.
+    """
+    args = [*_NAMESPACES, *_system_arguments()]
     # GPU device files, so that a GPU grader grades on the GPU as the students ran it.
     if policy.gpu:
         for device in sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri")):
             args += ["--dev-bind", device, device]
-    hidden: list[str] = []
-    for path in sorted(set(policy.hide), key=len):
-        if os.path.isdir(path) and not any(path.startswith(h + "/") for h in hidden):
-            hidden.append(path)
-            args += [
-                "--perms",
-                "01777" if path in ("/tmp", "/var/tmp", "/dev/shm") else "0755",
-                "--tmpfs",
-                path,
-            ]
-    made: set[str] = set()
-    for option, paths in (("--ro-bind", policy.readonly), ("--bind", [*policy.writable, workdir])):
-        for path in dict.fromkeys(paths):
-            # Folders above a put-back path inside a hidden one are new: let the user pass.
-            parents = [
-                p
-                for p in reversed(Path(path).parents)
-                if str(p) not in made
-                and any(str(p) == h or str(p).startswith(h + "/") for h in hidden)
-            ]
-            for parent in [*parents[1:], Path(path)]:
-                if str(parent) not in made:
-                    args += ["--perms", "0755", "--dir", str(parent)]
-                    made.add(str(parent))
-            args += [option, path, path]
+    # Its own small /tmp, /var/tmp and /dev/shm: memory on the machine, so their size is capped.
+    for folder, size in (
+        ("/tmp", policy.disk_bytes),
+        ("/var/tmp", policy.disk_bytes),
+        ("/dev/shm", policy.memory_bytes),
+    ):
+        args += ["--perms", "01777", "--size", str(size), "--tmpfs", folder]
+    mounted = {"/", "/tmp", "/var/tmp", "/dev", "/dev/shm", "/proc", *SYSTEM_FOLDERS}
+    binds = [
+        *(
+            ("--ro-bind", path, path)
+            for path in dict.fromkeys(policy.readonly)
+            if not _system(path)
+        ),
+        *(("--bind", path, path) for path in dict.fromkeys(policy.writable)),
+        ("--bind", policy.workdir or workdir, workdir),
+    ]
+    for option, source, target in binds:
+        # bubblewrap makes missing parents private to root: the kernel's user must pass.
+        for parent in reversed(Path(target).parents):
+            if str(parent) not in mounted:
+                args += ["--perms", "0755", "--dir", str(parent)]
+                mounted.add(str(parent))
+        args += [option, source, target]
+        mounted.add(target)
     return args + ["--setenv", "HOME", policy.home or "/tmp", "--chdir", workdir, "--"]
 
 
@@ -334,59 +383,6 @@ def kernel_command(policy: Policy, connection_file: str, workdir: str) -> list[s
             *kernel,
         ]
     return drop + kernel
-
-
-_PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent() -> None:
-    """Have Linux kill this process when its parent ends (``PR_SET_PDEATHSIG``).
-
-    For the grader's helper processes (a student's grading fork, the memory
-    watcher), so that none outlives the process it works for.
-    """
-    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def processes_of(uid: int) -> set[int]:
-    """Every process of user *uid* (one ``stat`` each, no file read)."""
-    found = set()
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid == uid:
-                    found.add(int(entry.name))
-            except OSError:  # ended while we looked
-                pass
-    return found
-
-
-def kill_user_processes(uid: int, grace: float = 0.5) -> int:
-    """Kill every process of user *uid* (the sandbox's); how many there were."""
-    victims = processes_of(uid)
-    for pid in victims:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-    deadline = time.monotonic() + grace
-    while processes_of(uid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return len(victims)
-
-
-def unreachable(path: Path, uid: int) -> str | None:
-    """The first folder above *path* that user *uid* cannot pass through, if any."""
-    for folder in [*reversed(path.parents), path]:
-        try:
-            st = folder.stat()
-        except OSError:
-            return str(folder)
-        mode = st.st_mode
-        allowed = (mode & 0o100 if st.st_uid == uid else 0) or mode & 0o001
-        if not allowed:
-            return str(folder)
-    return None
 
 
 def install_kernelspec(folder: Path, policy_file: Path) -> str:

@@ -20,7 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from grader import batch as batch_mod
-from grader import sandbox
+from grader.processes import claim_uids
 
 
 def job_script(run: batch_mod.Batch, count: int, options: list[str]) -> str:
@@ -51,8 +51,9 @@ def task(batch_file: Path, index: int) -> None:
         **{k: Path(v) if k in ("course", "work") else v for k, v in settings.items()}
     )
     student = students[index]
-    uid = sandbox.BASE_UID + 16 + index % 4096 if run.level in ("bwrap+uid", "uid") else None
-    outcome = batch_mod.grade_student(run, student, run.work / "template.db", uid)
+    with claim_uids(1 if run.level in ("bwrap+uid", "uid") else 0) as uids:
+        uid = uids[0] if uids else None
+        outcome = batch_mod.grade_student(run, student, run.work / "template.db", uid)
     (run.work / student / "outcome.json").write_text(json.dumps(asdict(outcome)))
 
 

@@ -33,7 +33,7 @@ from nbgrader_driver import (
     scores,
 )
 
-from grader import sandbox
+from grader import processes, sandbox
 
 pytestmark = pytest.mark.slow
 #: What the integrity token looks like (grader/preprocessors.py).
@@ -116,7 +116,7 @@ def _sandbox_processes() -> list[int]:
         try:
             if (
                 entry.name.isdigit()
-                and sandbox.BASE_UID <= entry.stat().st_uid < sandbox.BASE_UID + 16
+                and processes.BASE_UID <= entry.stat().st_uid < sandbox.BASE_UID + 16
             ):
                 found.append(int(entry.name))
         except OSError:

@@ -13,7 +13,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import sandbox
+from grader import collect as collect_mod
+from grader import processes, sandbox
 from grader.batch import Batch, course_setting
 from grader.check import scan_code
 from grader.collect import collect_all, safe_id, student_and_file
@@ -153,29 +154,176 @@ def test_collect_files_every_safe_input_and_refuses_the_rest(tmp_path: Path) -> 
     assert "refused" in report.text() and "'anna-maria'" in report.text()
 
 
-def test_sandbox_command_hides_the_course_and_drops_the_user(tmp_path: Path) -> None:
+def _nb(code: str = "x = 1") -> bytes:
+    return nbformat.writes(
+        nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    ).encode()
+
+
+def _encrypt_flag(path: Path, member: str) -> Path:
+    """Set the 'encrypted' flag (bit 0x1) of *member* in its local and central headers."""
+    data = bytearray(path.read_bytes())
+    name = member.encode()
+    for signature, flags_at, name_at in ((b"PK\x03\x04", 6, 30), (b"PK\x01\x02", 8, 46)):
+        start = data.find(signature)
+        while data[start + name_at : start + name_at + len(name)] != name:
+            start = data.find(signature, start + 1)
+        data[start + flags_at] |= 0x1
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_collect_reports_every_file_it_does_not_file_and_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    course = tmp_path / "course"
+    members = {
+        "alice_simt.ipynb": _nb("secret = 1"),
+        "carol_simt.ipynb": _nb(),
+        "dave_simt.ipynb": _nb("dave = 1"),
+        "erin_helper.py": b"print(1)",
+        ".DS_Store": b"\0",
+        "__MACOSX/._carol_simt.ipynb": b"\0",
+    }
+    locked = _encrypt_flag(_zip(tmp_path / "locked.zip", members), "alice_simt.ipynb")
+    locked.write_bytes(locked.read_bytes().replace(b"dave = 1", b"dave = 2"))  # bad CRC-32
+    inbox = tmp_path / "inbox"
+    (inbox / "frank").mkdir(parents=True)
+    (inbox / "frank" / "simt.ipynb.txt").write_bytes(_nb())
+    (inbox / "frank" / "simt.py").write_text("x = 1")
+    (inbox / "frank" / "report.pdf").write_bytes(b"%PDF")
+    (inbox / "frank" / ".DS_Store").write_bytes(b"\0")
+    (inbox / "aaron_simt.ipynb").write_bytes(_nb("boom = 1"))  # before frank/
+    later = _zip(tmp_path / "later.zip", {"bob_simt.ipynb": _nb()})
+    real_is_notebook = collect_mod._is_notebook
+
+    def failing(content: bytes) -> bool:
+        if b"boom" in content:
+            raise OSError("disk on fire")
+        return real_is_notebook(content)
+
+    monkeypatch.setattr(collect_mod, "_is_notebook", failing)
+    report = collect_all(course, "simt", [locked, inbox, later])
+    filed = {p.parent.parent.name for p in (course / "submitted").glob("*/simt/simt.ipynb")}
+    assert filed == {"carol", "frank", "bob"}, report.text()
+    lines = {line.split(": ", 1)[0]: line for line in report.refused}
+    assert "encrypted" in lines[f"alice_simt.ipynb in {locked}"]
+    assert "corrupt member" in lines[f"dave_simt.ipynb in {locked}"]
+    assert "a Python script, not a notebook" in lines[f"erin_helper.py in {locked}"]
+    assert "a Python script, not a notebook" in lines[str(inbox / "frank" / "simt.py")]
+    assert "not a notebook (.pdf file)" in lines[str(inbox / "frank" / "report.pdf")]
+    assert "disk on fire" in lines[str(inbox / "aaron_simt.ipynb")]
+    assert len(report.refused) == 6, report.text()  # no line for the macOS noise
+    assert report.notes == [
+        f"{inbox / 'frank' / 'simt.ipynb.txt'}: a notebook uploaded as .txt, filed as simt.ipynb"
+    ]
+    assert "bob,bob" in (course / "submitted" / "student-ids.csv").read_text()
+
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(collect_mod, "_winner", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        collect_all(course, "simt", [_zip(tmp_path / "new.zip", {"hal_simt.ipynb": _nb()})])
+    assert "hal,hal" in (course / "submitted" / "student-ids.csv").read_text()
+
+
+@pytest.mark.parametrize("keep, smith", [("latest", "late = 1"), ("on-time", "on_time = 1")])
+def test_collect_keeps_one_of_two_notebooks_by_the_stated_rule(
+    tmp_path: Path, keep: str, smith: str
+) -> None:
+    course = tmp_path / "course"
+    downloads = _zip(
+        tmp_path / "canvas.zip",
+        {
+            "smithjohn_LATE_12345_67890_simt.ipynb": _nb("late = 1"),
+            "smithjohn_12345_67890_simt.ipynb": _nb("on_time = 1"),
+            "amy_LATE_1_2_simt-2.ipynb": _nb("second = 1"),
+            "amy_LATE_1_2_simt-1.ipynb": _nb("first = 1"),
+        },
+    )
+    (tmp_path / "a" / "zoe").mkdir(parents=True)
+    (tmp_path / "a" / "zoe" / "simt.ipynb").write_bytes(_nb("earlier = 1"))
+    (tmp_path / "b" / "zoe").mkdir(parents=True)
+    (tmp_path / "b" / "zoe" / "simt.ipynb").write_bytes(_nb("later = 1"))
+    report = collect_all(course, "simt", [downloads, tmp_path / "a", tmp_path / "b"], keep=keep)
+
+    def filed(student: str) -> str:
+        return (course / "submitted" / student / "simt" / "simt.ipynb").read_text()
+
+    assert smith in filed("smithjohn")
+    assert "second = 1" in filed("amy")  # the higher resubmission number, under both rules
+    assert "later = 1" in filed("zoe")  # otherwise the later input
+    assert len(report.duplicates) == 3 and not report.refused, report.text()
+    assert all(f"--keep {keep}:" in line for line in report.duplicates)
+    smith_line = next(line for line in report.duplicates if line.startswith("smithjohn/"))
+    kept = "smithjohn_LATE_" if keep == "latest" else "smithjohn_1"
+    assert smith_line.startswith(f"smithjohn/simt.ipynb: kept {kept}"), smith_line
+    assert "not filed: smithjohn_" in smith_line
+
+
+def test_collect_replaces_an_earlier_runs_notebook_only_as_the_rule_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from grader.__main__ import main
+
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "nbgrader_config.py").write_text("")
+    on_time = _zip(tmp_path / "on-time.zip", {"smith_1_2_simt.ipynb": _nb("on_time = 1")})
+    late = _zip(tmp_path / "late.zip", {"smith_LATE_1_2_simt.ipynb": _nb("late = 1")})
+    target = course / "submitted" / "smith" / "simt" / "simt.ipynb"
+    assert not collect_all(course, "simt", [on_time]).duplicates
+
+    assert main(["--course", str(course), "collect", "simt", str(late), "--keep", "on-time"]) == 0
+    out = capsys.readouterr().out
+    assert "kept the submission filed before (from smith_1_2_simt.ipynb in" in out, out
+    assert "--keep on-time:" in out and "on_time = 1" in target.read_text()
+
+    assert main(["--course", str(course), "collect", "simt", str(late)]) == 0
+    out = capsys.readouterr().out
+    assert "smith_LATE_1_2_simt.ipynb in" in out and "replaced the submission filed before" in out
+    assert "--keep latest:" in out and "late = 1" in target.read_text()
+
+    # The LATE file is recorded as LATE: under on-time, the on-time one replaces it again;
+    # the same file once more is no duplicate.
+    report = collect_all(course, "simt", [on_time], keep="on-time")
+    assert "replaced the submission filed before" in report.duplicates[0]
+    assert "on_time = 1" in target.read_text()
+    assert not collect_all(course, "simt", [on_time]).duplicates
+
+
+def test_sandbox_command_shows_only_what_is_put_back_and_drops_the_user(tmp_path: Path) -> None:
     policy = sandbox.Policy(
         level="bwrap+uid",
         uid=61003,
-        hide=[str(REPO / "solutions"), "/tmp"],
         readonly=[str(REPO / "demos")],
         writable=[str(tmp_path / "rt")],
+        workdir=str(tmp_path / "rt" / "work"),
     )
-    command = sandbox.kernel_command(policy, str(tmp_path / "rt" / "k.json"), str(tmp_path / "nb"))
+    notebook = str(tmp_path / "autograded" / "alice" / "simt")
+    command = sandbox.kernel_command(policy, str(tmp_path / "rt" / "k.json"), notebook)
     text = " ".join(command)
     for option in (
         "--unshare-net",
         "--unshare-pid",
         "--die-with-parent",
         "--tmpfs /tmp",
+        "--ro-bind /usr /usr",
         f"--ro-bind {REPO / 'demos'}",
+        f"--bind {tmp_path / 'rt' / 'work'} {notebook}",  # a copy, at the notebook's path
+        f"--chdir {notebook}",
         "--reuid=61003",
     ):
         assert option in text, option
-    # solutions/ is hidden by its own tmpfs, or by /tmp's where the course itself lies in /tmp
-    tmpfs = [command[i + 1] for i, arg in enumerate(command) if arg == "--tmpfs"]
-    solutions = str(REPO / "solutions")
-    assert any(solutions == h or solutions.startswith(h + "/") for h in tmpfs), tmpfs
+    # an allow-list: the machine's root is never bound, so solutions/ (or a second
+    # copy of the course anywhere else) does not exist inside
+    bound = [command[i + 1] for i, arg in enumerate(command) if arg in ("--bind", "--ro-bind")]
+    assert "/" not in bound and "/home" not in bound and "/root" not in bound
+    assert not any(str(REPO / "solutions").startswith(b + "/") or b == str(REPO) for b in bound)
+    # /tmp and /dev/shm of its own, each of a bounded size
+    sizes = [command[i + 1] for i, arg in enumerate(command) if arg == "--size"]
+    assert sizes == [str(policy.disk_bytes)] * 2 + [str(policy.memory_bytes)]
     assert command.index("--reuid=61003") > command.index("--")  # dropped inside the box
     assert sandbox.detect_level() in sandbox.LEVEL_MEANING
     assert "CANNOT" in sandbox.LEVEL_MEANING["uid"]
@@ -282,11 +430,12 @@ def test_memory_watcher_stops_a_process_tree_that_writes_too_much() -> None:
     )
     reports = []
     try:
-        memory_watch.watch(parent.pid, 200 << 20, None, reports.append, interval=0.05)
+        policy = sandbox.Policy(level="limits", memory_bytes=200 << 20)
+        memory_watch.watch(parent.pid, policy, lambda *report: reports.append(report), 0.05)
         assert parent.wait(timeout=10) == -9
     finally:
         parent.kill()
-    assert len(reports) == 1 and reports[0] > 200 << 20
+    assert len(reports) == 1 and reports[0][0] == "memory" and reports[0][1] > 200 << 20
     assert memory_watch.data_backstop(4 << 30) > 8 << 30  # room for a GPU library's reservations
 
 
@@ -298,7 +447,7 @@ def test_memory_watcher_counts_a_sandbox_users_process_that_left_the_tree() -> N
 
     from grader import memory_watch
 
-    uid = sandbox.BASE_UID + 99
+    uid = processes.BASE_UID + 99
     kernel = subprocess.Popen(["sleep", "60"])  # stands in for the kernel: uses nothing
     # a daemon of the sandbox user, re-parented away from the kernel, writing 300 MB
     subprocess.run(
@@ -318,15 +467,16 @@ def test_memory_watcher_counts_a_sandbox_users_process_that_left_the_tree() -> N
     time.sleep(1)
     reports = []
     try:
-        memory_watch.watch(kernel.pid, 200 << 20, uid, reports.append, interval=0.05)
+        policy = sandbox.Policy(level="uid", uid=uid, memory_bytes=200 << 20)
+        memory_watch.watch(kernel.pid, policy, lambda *report: reports.append(report), 0.05)
         assert kernel.wait(timeout=10) == -9
         time.sleep(0.5)
         # the daemon was killed too (it may linger as a zombie)
-        assert not [pid for pid in sandbox.processes_of(uid) if memory_watch._running(pid)]
+        assert not [pid for pid in processes.processes_of(uid) if memory_watch._running(pid)]
     finally:
         kernel.kill()
-        sandbox.kill_user_processes(uid)
-    assert len(reports) == 1 and reports[0] > 200 << 20
+        processes.kill_user_processes(uid)
+    assert len(reports) == 1 and reports[0][1] > 200 << 20
 
 
 def _gradebook(path: Path) -> Path:

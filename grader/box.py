@@ -1,0 +1,131 @@
+"""One notebook's sandbox on disk, made before its kernel starts and taken apart after it.
+
+Both ways of grading come through here: ``python -m grader autograde`` (a
+policy file with the run's limits and the worker's user id, and a box in the
+student's course copy) and plain ``nbgrader autograde`` (no policy file: this
+machine's strongest level with the default limits, a user id claimed for the
+notebook, a box in a temporary folder), so plain nbgrader never runs student
+code with the instructor's rights.
+
+A box holds, under a folder only root may list:
+
+``runtime/``  owned by the sandbox user: the kernel's connection file and
+    sockets, ``home/`` (its HOME), ``work/`` (a copy of the notebook's folder,
+    where the kernel runs) and ``tmp/`` (its TMPDIR where there is no
+    bubblewrap). All of it is removed when the notebook is done, so nothing a
+    student wrote is kept or copied anywhere.
+``policy.json`` and ``jupyter/kernels/grader-sandbox/``: what
+    :mod:`grader.sandbox_kernel` reads to start the kernel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader import cgroups, sandbox
+from grader.processes import claim_uids, kill_user_processes
+from grader.safe_files import copy_tree, remove_owned
+from grader.sandbox import Policy
+
+KERNEL_NAME = "grader-sandbox"
+
+
+@dataclass
+class Box:
+    """A notebook's sandbox: where its kernelspec is, what to tell the kernel manager."""
+
+    folder: Path
+    policy: Policy
+    cgroup: cgroups.MemoryCgroup | None = None
+    #: What could not be copied into the kernel's folder (links, huge files): flags.
+    left_out: list[str] = field(default_factory=list)
+
+    @property
+    def runtime(self) -> Path:
+        return self.folder / "runtime"
+
+    @property
+    def kernel_dirs(self) -> list[str]:
+        """Where the kernel manager finds the ``grader-sandbox`` kernelspec."""
+        return [str(self.folder / "jupyter" / "kernels")]
+
+    def close(self) -> list[str]:
+        """End the notebook's processes, remove what it wrote; why it was stopped, if it was."""
+        reasons = []
+        if self.policy.uid is not None:
+            kill_user_processes(self.policy.uid)
+        if self.cgroup is not None:
+            if self.cgroup.oom_kills():
+                limit = self.policy.memory_bytes / 2**30
+                reasons.append(
+                    f"the notebook's memory, with shared memory and files in memory, went over "
+                    f"the {limit:.1f} GiB limit; its kernel was stopped"
+                )
+            self.cgroup.remove()
+        if self.policy.uid is not None and self.policy.level == "uid":
+            remove_owned(self.policy.uid)  # without bubblewrap, /tmp is the machine's
+        shutil.rmtree(self.runtime, ignore_errors=True)
+        return reasons
+
+
+def open_box(limits: Policy, notebook_dir: Path, folder: Path, private: list[Path]) -> Box:
+    """Make the box for one notebook in *folder* (made or emptied here), with *limits*.
+
+    *private* folders (the course, the grading folder) are never put back into
+    the sandbox, even when they are on ``PYTHONPATH``.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o711)  # the sandbox user passes through to runtime/, lists nothing
+    runtime = folder / "runtime"
+    shutil.rmtree(runtime, ignore_errors=True)
+    runtime.mkdir(mode=0o700)
+    uid = limits.uid
+    left_out = copy_tree(notebook_dir, runtime / "work", owner=uid)
+    for name in ("home", "tmp"):
+        (runtime / name).mkdir(mode=0o700)
+    if uid is not None:
+        for path in (runtime, runtime / "home", runtime / "tmp"):
+            os.chown(path, uid, uid)
+    owner = uid if uid is not None else os.getpid()
+    cgroup = cgroups.create(f"grader-{owner}", limits.memory_bytes)
+    policy = dataclasses.replace(
+        limits,
+        home=str(runtime / "home"),
+        workdir=str(runtime / "work"),
+        cgroup=str(cgroup.path) if cgroup else "",
+        readonly=sandbox.course_environment_paths(private=[*private, folder]),
+        writable=[str(runtime)],
+    )
+    policy.save(folder / "policy.json")
+    sandbox.install_kernelspec(folder / "jupyter", folder / "policy.json")
+    return Box(folder, policy, cgroup, left_out)
+
+
+def close_left_behind(folder: Path) -> list[str]:
+    """Take apart the box in *folder* if its grading process was killed before it could."""
+    if not (folder / "runtime").exists() or not (folder / "policy.json").is_file():
+        return []
+    policy = Policy.load(folder / "policy.json")
+    cgroup = cgroups.MemoryCgroup(Path(policy.cgroup)) if policy.cgroup else None
+    return Box(folder, policy, cgroup).close()
+
+
+def plain_setting(stack: contextlib.ExitStack) -> tuple[Policy, Path]:
+    """Limits and a box folder for plain ``nbgrader autograde``, released when *stack* closes.
+
+    This machine's strongest level with the default limits, a user id claimed
+    for the notebook, and a folder under ``/var/tmp`` (which a sandbox user may
+    pass through) that is removed afterwards.
+    """
+    level = sandbox.detect_level()
+    uid = stack.enter_context(claim_uids(1))[0] if level in ("bwrap+uid", "uid") else None
+    temp = "/var/tmp" if os.path.isdir("/var/tmp") else None
+    folder = Path(tempfile.mkdtemp(prefix="grader-box-", dir=temp))
+    stack.callback(shutil.rmtree, folder, ignore_errors=True)
+    return Policy(level=level, uid=uid), folder

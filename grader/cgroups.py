@@ -1,0 +1,154 @@
+"""A memory cgroup per notebook: a limit that also counts shared memory and in-memory files.
+
+The memory watcher (:mod:`grader.memory_watch`) counts the pages a notebook's
+processes hold; a file in ``/tmp`` or ``/dev/shm`` (memory on most machines,
+and inside bubblewrap) belongs to no process, so 1.5 GB there passed a 1 GB
+limit. The kernel's memory controller charges those pages to the cgroup of
+whoever wrote them. So where this machine lets root make a child cgroup with
+the memory controller (cgroups v2, or the v1 ``memory`` hierarchy that some
+containers and older clusters still have), each notebook gets one with
+``memory.max`` set and is killed by the kernel past it; the grader then
+reads the cgroup's ``oom_kill`` count to say why the notebook stopped. Where
+none can be made, :func:`create` answers ``None`` and the watcher and the
+size-limited sandbox file systems are the limit (``python -m grader sandbox``
+says which).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Room above the notebook's memory limit for what the kernel charges besides its
+#: pages (page tables, the page cache of the libraries it reads, which is reclaimed first).
+SLACK = 0.25
+
+
+def _own_paths() -> dict[str, str]:
+    """This process's cgroup per hierarchy: ``{"": v2 path, "memory": v1 path}``."""
+    paths = {}
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        for name in controllers.split(",") if controllers else [""]:
+            paths[name] = path
+    return paths
+
+
+def _v2_parent() -> Path | None:
+    own = _own_paths().get("")
+    for mount in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+        parent = Path(mount + (own or "/"))
+        controls = parent / "cgroup.subtree_control"
+        if not controls.is_file() or not os.access(controls, os.W_OK):
+            continue
+        if "memory" not in controls.read_text().split():
+            try:
+                controls.write_text("+memory")
+            except OSError:  # processes in the parent (v2's no-internal-process rule)
+                continue
+        return parent
+    return None
+
+
+def _v1_parent() -> Path | None:
+    own = _own_paths().get("memory")
+    parent = Path("/sys/fs/cgroup/memory" + (own or "/"))
+    if own is not None and (parent / "memory.limit_in_bytes").is_file():
+        return parent if os.access(parent, os.W_OK) else None
+    return None
+
+
+@dataclass
+class MemoryCgroup:
+    """One notebook's cgroup: join it, read why it ended, remove it."""
+
+    path: Path
+
+    @property
+    def version(self) -> int:
+        return 1 if (self.path / "memory.oom_control").exists() else 2
+
+    def oom_kills(self) -> int:
+        """How many processes the kernel killed for going over the limit."""
+        name = "memory.events" if self.version == 2 else "memory.oom_control"
+        try:
+            for line in (self.path / name).read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+        except OSError:
+            pass
+        return 0
+
+    def remove(self) -> None:
+        """Kill what is still inside, then remove the cgroup."""
+        for _ in range(50):
+            try:
+                pids = [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
+            except OSError:
+                return
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.02)
+        try:
+            self.path.rmdir()
+        except OSError:
+            pass
+
+
+def join(path: str, pid: int) -> None:
+    """Move process *pid* (and so everything it starts later) into the cgroup at *path*."""
+    (Path(path) / "cgroup.procs").write_text(str(pid))
+
+
+def create(name: str, limit_bytes: int) -> MemoryCgroup | None:
+    """A new memory cgroup *name* limited to *limit_bytes* plus :data:`SLACK`, or ``None``.
+
+    ``GRADER_CGROUP=off`` chooses no cgroup on purpose (to test the fallback).
+    """
+    if os.environ.get("GRADER_CGROUP") == "off" or os.geteuid() != 0:
+        return None
+    limit = str(int(limit_bytes * (1 + SLACK)))
+    for version, parent in ((2, _v2_parent()), (1, _v1_parent())):
+        if parent is None:
+            continue
+        path = parent / name
+        try:
+            path.mkdir(exist_ok=True)
+            memory, swap, swap_limit = (
+                ("memory.max", "memory.swap.max", "0")
+                if version == 2
+                else ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes", limit)
+            )
+            (path / memory).write_text(limit)
+            if (path / swap).is_file():  # swap counted too where the kernel accounts it
+                (path / swap).write_text(swap_limit)
+        except OSError:
+            try:
+                path.rmdir()
+            except OSError:
+                pass
+            continue
+        return MemoryCgroup(path)
+    return None
+
+
+def describe() -> str:
+    """One line for ``python -m grader sandbox``: which memory limit this machine gives."""
+    probe = create(f"grader-probe-{os.getpid()}", 1 << 30)
+    if probe is None:
+        return (
+            "memory: no cgroup can be made here, so files in the sandbox's /tmp and "
+            "/dev/shm are limited by their size alone"
+        )
+    version = probe.version
+    probe.remove()
+    return f"memory: a cgroup (v{version}) per notebook counts shared memory and files in memory"

@@ -1,0 +1,288 @@
+"""What a student's kernel leaves behind never reaches the grader's hands.
+
+The grader runs as root and, after the notebook, writes the graded notebook,
+copies folders and makes feedback. Each student here attacks that from inside
+the sandbox, graded by real ``nbgrader autograde`` through ``python -m grader
+autograde`` (and one through plain ``nbgrader autograde``, which must sandbox
+its kernel too):
+
+* symbolic links in the notebook's folder to the course's gradebook, config,
+  solutions, another student's folder and ``/``, and the notebook itself
+  replaced by a link to a root-owned file, made before the tests and after
+  the last cell;
+* a world-readable second copy of the course elsewhere on the machine;
+* shared memory, files in ``/tmp`` and files in the notebook's folder beyond
+  the limits;
+* a kernel that ends itself (the summary says so in one line).
+
+Afterwards the course files, the other students' files and the root-owned
+file are unchanged (hashes), no graded folder or feedback holds a link or
+anything of the course, and every stop is flagged with its reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbgrader_driver import (
+    assert_all_succeeded,
+    make_course,
+    nbgrader_env,
+    run_nbgrader,
+    scores,
+)
+
+from grader import cgroups, sandbox
+
+pytestmark = pytest.mark.slow
+ASSIGNMENT = "simt"
+LEVEL = sandbox.detect_level()
+HIDES = LEVEL.startswith("bwrap")  # only bubblewrap hides world-readable files
+
+LINKS = r"""
+import os
+from pathlib import Path
+here = Path.cwd()
+for name, target in {
+    "gradebook.db": COURSE + "/gradebook.db",
+    "nbgrader_config.py": COURSE + "/nbgrader_config.py",
+    "solutions": COURSE + "/solutions",
+    "alice": COURSE + "/submitted/alice",
+    "root": "/",
+}.items():
+    try:
+        os.symlink(target, here / name)
+    except OSError as error:
+        print("no link", name, type(error).__name__)
+# the notebook itself becomes a link to a file only root may write
+try:
+    (here / "simt.ipynb").unlink()
+    os.symlink(VICTIM, here / "simt.ipynb")
+    print("notebook replaced by a link")
+except OSError as error:
+    print("kept notebook", type(error).__name__)
+"""
+
+BACKUP_READER = r"""
+try:
+    print("BACKUP READ", open(BACKUP).read())
+except OSError as error:
+    print("no backup", type(error).__name__)
+"""
+
+SHARED_MEMORY = r"""
+import mmap
+block = mmap.mmap(-1, 1400 << 20, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
+for offset in range(0, len(block), 4096):
+    block[offset] = 1
+"""
+
+TMP_FILES = r"""
+with open("/tmp/filler", "wb") as f:
+    for _ in range(14):
+        f.write(b"x" * (100 << 20))
+"""
+
+FOLDER_FILES = r"""
+for n in range(5):
+    with open(f"filler-{n}", "wb") as f:
+        for _ in range(4):
+            f.write(b"x" * (100 << 20))
+"""
+
+# under each file system's size cap, over the disk limit together (and over the memory cgroup)
+SPREAD = r"""
+import time
+for folder in ("/dev/shm", "/tmp"):
+    with open(f"{folder}/filler", "wb") as f:
+        for _ in range(9):
+            f.write(b"x" * (100 << 20))
+time.sleep(5)
+"""
+
+EXITS = "import os\nos._exit(3)"
+
+
+def _hash_tree(*paths: Path) -> dict[str, str]:
+    out = {}
+    for top in paths:
+        for path in sorted([top] if top.is_file() else top.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def _with(root: Path, student: str, first: str = "", last: str = "") -> None:
+    """The solution, with *first* as a new second cell and *last* as a new last cell."""
+    nb = nbformat.read(root / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    if first:
+        nb.cells.insert(1, nbformat.v4.new_code_cell(first))
+    if last:
+        nb.cells.append(nbformat.v4.new_code_cell(last))
+    target = root / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, target)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory):
+    if LEVEL == "limits" or os.geteuid() != 0:
+        pytest.skip("needs root and a sandbox with a user id of its own: the attacks are real")
+    root = make_course(tmp_path_factory.mktemp("hands"))
+    assert_all_succeeded(run_nbgrader(root, [["generate_assignment", ASSIGNMENT]]))
+    outside = Path(tempfile.mkdtemp(prefix="grader-hands-", dir="/var/tmp"))
+    victim = outside / "root-owned.txt"
+    victim.write_text("only root writes this\n")
+    # a world-readable second copy of the course, where a backup would be
+    backup = Path(tempfile.mkdtemp(prefix="gpu-course-backup-", dir="/srv"))
+    backup.chmod(0o755)
+    (backup / "simt.ipynb").write_text("HIDDEN TESTS OF THE BACKUP\n")
+    (backup / "simt.ipynb").chmod(0o644)
+    values = {"COURSE": repr(str(root)), "VICTIM": repr(str(victim))}
+    links = LINKS
+    for name, value in values.items():
+        links = links.replace(name, value)
+    _with(root, "alice", last="x = 1")
+    _with(root, "links-first", first=links)
+    _with(root, "links-last", last=links)
+    _with(root, "backup", first=BACKUP_READER.replace("BACKUP", repr(str(backup / "simt.ipynb"))))
+    _with(root, "shm", first=SHARED_MEMORY)
+    _with(root, "tmpfiles", first=TMP_FILES)
+    _with(root, "bigfiles", first=FOLDER_FILES)
+    _with(root, "exits", first=EXITS)
+    _with(root, "spread", first=SPREAD)
+    _with(
+        root,
+        "plain",
+        first=links,
+        last=BACKUP_READER.replace("BACKUP", repr(str(backup / "simt.ipynb"))),
+    )
+    watched = [root / "nbgrader_config.py", root / "solutions", root / "exercises", victim]
+    watched += [root / "submitted"]
+    before = _hash_tree(*watched)
+    work = Path(tempfile.mkdtemp(prefix="grader-hands-work-", dir="/var/tmp"))
+    work.chmod(0o711)
+    students = "alice,links-first,links-last,backup,shm,tmpfiles,bigfiles,exits,spread"
+    command = [sys.executable, "-m", "grader", "--course", str(root), "autograde", ASSIGNMENT]
+    command += ["multigpu", "--student", students, "--workers", "2"]
+    command += ["--memory", "1G", "--disk", "1536M"]
+    proc = subprocess.run(
+        [*command, "--work", str(work)],
+        cwd=root,
+        env=nbgrader_env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    try:
+        summary = json.loads((work / ASSIGNMENT / "summary.json").read_text())
+        leftovers = sorted(str(p) for p in work.rglob("*") if "runtime" in p.parts)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    # plain nbgrader, in the course folder itself, sandboxed all the same
+    plain = run_nbgrader(root, [["autograde", ASSIGNMENT, "plain"]])
+    feedback = run_nbgrader(root, [["generate_feedback", ASSIGNMENT]])
+    after = _hash_tree(*watched)
+    yield {
+        "root": root,
+        "proc": proc,
+        "summary": {o["student"]: o for o in summary},
+        "changed": sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k)),
+        "leftovers": leftovers,
+        "plain": plain,
+        "feedback": feedback,
+    }
+    shutil.rmtree(outside, ignore_errors=True)
+    shutil.rmtree(backup, ignore_errors=True)
+
+
+def _output(graded, student: str) -> str:
+    path = graded["root"] / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    return json.dumps([c.get("outputs", []) for c in nb.cells])
+
+
+def test_links_left_by_the_kernel_are_never_followed(graded) -> None:
+    for student in ("links-first", "links-last", "plain"):
+        score = scores(graded["root"])[(ASSIGNMENT, student)]
+        assert score == (10, 10), (student, graded["proc"].stdout, graded["plain"])
+    assert "notebook replaced by a link" in _output(graded, "links-first")
+    # the root-owned file, the course and the other students' files are as they were
+    assert graded["changed"] == []
+    for folder in ("autograded", "feedback"):
+        for student in ("links-first", "links-last", "plain"):
+            tree = graded["root"] / folder / student / ASSIGNMENT
+            found = sorted(p.name for p in tree.rglob("*"))
+            assert not [p for p in tree.rglob("*") if p.is_symlink()], found
+            assert found == [f"{ASSIGNMENT}.{'html' if folder == 'feedback' else 'ipynb'}"], found
+
+
+def test_nothing_the_kernel_wrote_is_kept(graded) -> None:
+    assert graded["leftovers"] == []
+    assert not list(Path("/var/tmp").glob("grader-box-*"))
+
+
+@pytest.mark.skipif(not HIDES, reason=f"sandbox level {LEVEL} cannot hide world-readable files")
+def test_a_second_copy_of_the_course_is_not_visible(graded) -> None:
+    for student in ("backup", "plain"):
+        text = _output(graded, student)
+        assert "no backup FileNotFoundError" in text, text[:2000]
+        assert "HIDDEN TESTS OF THE BACKUP" not in text
+
+
+def test_shared_memory_counts_against_the_memory_limit(graded) -> None:
+    shm = graded["summary"]["shm"]
+    assert shm["status"] == "failed", shm
+    assert any(f.startswith("memory:") for f in shm["flags"]), shm
+
+
+@pytest.mark.skipif(
+    cgroups.create("grader-test-probe", 1 << 30) is None, reason="no memory cgroup here"
+)
+def test_files_in_memory_count_against_the_memory_limit(graded) -> None:
+    tmp = graded["summary"]["tmpfiles"]
+    assert tmp["status"] == "failed", tmp
+    assert any("files in memory" in f for f in tmp["flags"]), tmp
+
+
+def test_files_in_the_notebooks_folder_are_limited(graded) -> None:
+    big = graded["summary"]["bigfiles"]
+    assert big["status"] == "failed", big
+    assert any(f.startswith("disk: the notebook used") for f in big["flags"]), big
+
+
+def test_files_in_the_sandboxes_own_memory_file_systems_are_limited(graded) -> None:
+    """Unmapped files in /tmp and /dev/shm count as files, with or without a memory cgroup."""
+    spread = graded["summary"]["spread"]
+    assert spread["status"] == "failed", spread
+    assert any(f.startswith(("disk:", "memory:")) for f in spread["flags"]), spread
+
+
+def test_a_kernel_that_ends_itself_is_reported_in_one_line(graded) -> None:
+    exits = graded["summary"]["exits"]
+    assert exits["status"] == "failed"
+    assert "the kernel died while a cell ran" in " ".join(exits["flags"]), exits
+    assert not any("Please see the" in f for f in exits["flags"])
+
+
+def test_honest_work_is_graded_as_before(graded) -> None:
+    assert scores(graded["root"])[(ASSIGNMENT, "alice")] == (10, 10)
+    assert graded["summary"]["alice"]["flags"] == []
+    assert_all_succeeded(graded["feedback"])
+
+
+def test_a_student_without_a_submission_is_not_a_failure(graded) -> None:
+    # multigpu was named in the same run for the same students; none handed it in
+    assert graded["proc"].stdout.count("no submission") == 9, graded["proc"].stdout
+    assert "grade them again" in graded["proc"].stdout  # for the simt failures only
+    assert "autograde multigpu --student" not in graded["proc"].stdout
