@@ -141,14 +141,22 @@ def create(name: str, limit_bytes: int) -> MemoryCgroup | None:
     return None
 
 
-def describe() -> str:
-    """One line for ``python -m grader sandbox``: which memory limit this machine gives."""
+def available() -> int:
+    """The cgroup version a notebook's memory cgroup would have here, 0 where none can be made."""
     probe = create(f"grader-probe-{os.getpid()}", 1 << 30)
     if probe is None:
+        return 0
+    version = probe.version
+    probe.remove()
+    return version
+
+
+def describe() -> str:
+    """One line for ``python -m grader sandbox``: which memory limit this machine gives."""
+    version = available()
+    if not version:
         return (
             "memory: no cgroup can be made here, so files in the sandbox's /tmp and "
             "/dev/shm are limited by their size alone"
         )
-    version = probe.version
-    probe.remove()
     return f"memory: a cgroup (v{version}) per notebook counts shared memory and files in memory"

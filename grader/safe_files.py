@@ -97,6 +97,10 @@ def replace_tree(source: Path, target: Path, **limits: int) -> list[str]:
 def disk_usage(folders: list[str], owner: int | None = None, limit_entries: int = 20_000) -> int:
     """Bytes on disk under *folders* (links not followed); with *owner*, only that user's entries.
 
+    Only the file system each folder is on counts: inside the sandbox, /tmp
+    holds bind mounts (the Python environment, the notebook's folder) that are
+    not the notebook's files.
+
     Called every second beside a notebook, so it stops counting after
     *limit_entries* files and answers the size so far plus one byte per
     further file (a notebook that makes a million empty files is over no size
@@ -104,9 +108,14 @@ def disk_usage(folders: list[str], owner: int | None = None, limit_entries: int 
     """
     total = 0
     seen = 0
-    stack = list(folders)
+    stack = []
+    for top in folders:
+        try:
+            stack.append((top, os.stat(top).st_dev))
+        except OSError:
+            continue
     while stack:
-        folder = stack.pop()
+        folder, device = stack.pop()
         try:
             with os.scandir(folder) as entries:
                 for entry in entries:
@@ -117,11 +126,11 @@ def disk_usage(folders: list[str], owner: int | None = None, limit_entries: int 
                         st = entry.stat(follow_symlinks=False)
                     except OSError:
                         continue
-                    if owner is not None and st.st_uid != owner:
-                        continue
+                    if (owner is not None and st.st_uid != owner) or st.st_dev != device:
+                        continue  # not the user's, or another file system mounted here
                     total += st.st_blocks * 512
                     if stat.S_ISDIR(st.st_mode):
-                        stack.append(entry.path)
+                        stack.append((entry.path, device))
         except OSError:  # gone while we looked, or not ours to read
             continue
     return total
