@@ -110,13 +110,18 @@ def _hand_in(root: Path, student: str, nb: nbformat.NotebookNode | Path) -> None
         nbformat.write(nb, target)
 
 
-def _sandbox_processes() -> list[int]:
+def _sandbox_processes(work: Path) -> list[int]:
+    """Processes of a sandbox user started for this run (their environment names its folder).
+
+    Other grading runs of the test suite may hold sandbox user ids at the same time.
+    """
     found = []
     for entry in Path("/proc").iterdir():
         try:
             if (
                 entry.name.isdigit()
-                and processes.BASE_UID <= entry.stat().st_uid < sandbox.BASE_UID + 16
+                and processes.BASE_UID <= entry.stat().st_uid < processes.BASE_UID + 64
+                and str(work).encode() in (entry / "environ").read_bytes()
             ):
                 found.append(int(entry.name))
         except OSError:
@@ -251,7 +256,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
                 git_status, cwd=REPO, capture_output=True, text=True, check=False
             ).stdout,
         ),
-        "leftover": _sandbox_processes(),
+        "leftover": _sandbox_processes(work),
         "feedback": feedback,
     }
 

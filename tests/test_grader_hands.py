@@ -229,7 +229,17 @@ def test_links_left_by_the_kernel_are_never_followed(graded) -> None:
 
 def test_nothing_the_kernel_wrote_is_kept(graded) -> None:
     assert graded["leftovers"] == []
-    assert not list(Path("/var/tmp").glob("grader-box-*"))
+
+
+def test_plain_nbgraders_box_is_removed_with_its_user_id_released() -> None:
+    import contextlib
+
+    from grader import box as boxes
+
+    with contextlib.ExitStack() as stack:
+        _, folder = boxes.plain_setting(stack)
+        assert folder.is_dir() and folder.stat().st_mode & 0o777 == 0o700
+    assert not folder.exists()
 
 
 @pytest.mark.skipif(not HIDES, reason=f"sandbox level {LEVEL} cannot hide world-readable files")
