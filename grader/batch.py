@@ -374,7 +374,7 @@ def run_classes(
     if any(b.workers != workers for b, _ in classes):
         raise ValueError("the batches of one run must have the same number of workers")
     templates = [prepare(b) for b, _ in classes]
-    own_uids = classes[0][0].level in ("bwrap+uid", "uid")
+    own_uids = sandbox.own_user(classes[0][0].level)
     with claim_uids(workers if own_uids else 0) as uids:
         return _run_pool(classes, templates, uids, progress)
 

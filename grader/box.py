@@ -68,7 +68,7 @@ class Box:
                     f"the {limit:.1f} GiB limit; its kernel was stopped"
                 )
             self.cgroup.remove()
-        if self.policy.uid is not None and self.policy.level == "uid":
+        if self.policy.uid is not None and not sandbox.in_bubblewrap(self.policy.level):
             remove_owned(self.policy.uid)  # without bubblewrap, /tmp is the machine's
         shutil.rmtree(self.runtime, ignore_errors=True)
         return reasons
@@ -98,6 +98,7 @@ def open_box(limits: Policy, notebook_dir: Path, folder: Path, private: list[Pat
         limits,
         home=str(runtime / "home"),
         workdir=str(runtime / "work"),
+        tmpdir=str(runtime / "tmp"),
         cgroup=str(cgroup.path) if cgroup else "",
         readonly=sandbox.course_environment_paths(private=[*private, folder]),
         writable=[str(runtime)],
@@ -124,7 +125,7 @@ def plain_setting(stack: contextlib.ExitStack) -> tuple[Policy, Path]:
     pass through) that is removed afterwards.
     """
     level = sandbox.detect_level()
-    uid = stack.enter_context(claim_uids(1))[0] if level in ("bwrap+uid", "uid") else None
+    uid = stack.enter_context(claim_uids(1))[0] if sandbox.own_user(level) else None
     temp = "/var/tmp" if os.path.isdir("/var/tmp") else None
     folder = Path(tempfile.mkdtemp(prefix="grader-box-", dir=temp))
     stack.callback(shutil.rmtree, folder, ignore_errors=True)

@@ -17,9 +17,9 @@ process of that user); over the limit it kills them all and leaves a flag for
 the reviewer. Once a second it also adds up the files the notebook wrote in
 its writable folders and its ``/tmp`` (its own inside bubblewrap, seen
 through ``/proc/PID/root``; else what its user left in the machine's) against
-the policy's disk limit. The kernel launcher also keeps a
-far larger ``RLIMIT_DATA`` (see :func:`data_backstop`) so that one
-absurd allocation still fails at once with a ``MemoryError``.
+the policy's disk limit. The kernel launcher also keeps a far larger
+``RLIMIT_DATA`` (see :func:`data_backstop`) so that one absurd allocation
+still fails at once with a ``MemoryError``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from pathlib import Path
 
 from grader.processes import die_with_parent, processes_of
 from grader.safe_files import SHARED_TEMP, disk_usage
-from grader.sandbox import Policy
+from grader.sandbox import Policy, in_bubblewrap
 
 #: Room above the memory limit for address space that is reserved, not used.
 BACKSTOP_EXTRA = 32 << 30
@@ -120,7 +120,7 @@ def _sandbox_temp(pids: Iterable[int]) -> list[str]:
 def _disk_used(policy: Policy, pids: Iterable[int]) -> int:
     """Bytes of files the notebook wrote: its folders, and its /tmp (its own, or the machine's)."""
     used = disk_usage(policy.writable)
-    if policy.level.startswith("bwrap"):
+    if in_bubblewrap(policy.level):
         used += disk_usage(_sandbox_temp(pids))
     elif policy.uid is not None:
         used += disk_usage(list(SHARED_TEMP), owner=policy.uid)
@@ -151,8 +151,8 @@ def watch(
         if root not in usage:
             return
         exceeded = None
-        if sum(usage.values()) > policy.memory_bytes:
-            exceeded = ("memory", sum(usage.values()))
+        if (memory := sum(usage.values())) > policy.memory_bytes:
+            exceeded = ("memory", memory)
         elif scan and policy.writable and (disk := _disk_used(policy, usage)) > policy.disk_bytes:
             exceeded = ("disk", disk)
         if exceeded:

@@ -60,6 +60,17 @@ LEVEL_MEANING = {
     "(run as root or allow user namespaces)",
 }
 
+
+def own_user(level: str) -> bool:
+    """Whether notebooks at *level* run under a user id of their own (one per worker)."""
+    return level in ("bwrap+uid", "uid")
+
+
+def in_bubblewrap(level: str) -> bool:
+    """Whether notebooks at *level* run inside bubblewrap (their own file system and /tmp)."""
+    return level.startswith("bwrap")
+
+
 #: What the machine gives every sandboxed kernel, read-only: programs, libraries,
 #: configuration (/etc: users, certificates, the dynamic linker's cache) and the
 #: kernel's device descriptions (/sys: CPU counts, GPUs). Nothing that holds users'
@@ -89,6 +100,8 @@ class Policy:
     #: The copy of the notebook's folder the kernel works in (bound at the
     #: notebook's own path inside bubblewrap). Empty: the notebook's folder itself.
     workdir: str = ""
+    #: Its TMPDIR where there is no bubblewrap (inside, /tmp is its own). Empty: unchanged.
+    tmpdir: str = ""
     #: The notebook's memory cgroup (:mod:`grader.cgroups`), empty where there is none.
     cgroup: str = ""
     readonly: list[str] = field(default_factory=list)
@@ -215,7 +228,7 @@ def course_environment_paths(private: list[Path] | tuple[Path, ...] = ()) -> lis
 
 def visible_paths(level: str, private: list[Path]) -> list[str]:
     """What a sandboxed kernel at *level* can read (for ``python -m grader sandbox``)."""
-    if not level.startswith("bwrap"):
+    if not in_bubblewrap(level):
         return ["every world-readable file of this machine (no user namespaces here)"]
     system = [p for p in SYSTEM_FOLDERS if os.path.isdir(p) and not os.path.islink(p)]
     environment = [p for p in course_environment_paths(private) if not _system(p)]
@@ -289,6 +302,8 @@ def kernel_environment(policy: Policy) -> dict[str, str]:
     compiled kernels for the next.
     """
     env = {"HOME": policy.home} if policy.home else {}
+    if policy.tmpdir and not in_bubblewrap(policy.level):
+        env["TMPDIR"] = policy.tmpdir
     if policy.threads > 0:
         env |= dict.fromkeys(THREAD_VARIABLES, str(policy.threads))
         if policy.threads == 1:
@@ -360,7 +375,7 @@ def kernel_command(policy: Policy, connection_file: str, workdir: str) -> list[s
         "--HistoryManager.hist_file=:memory:",
     ]
     drop = []
-    if policy.uid is not None and policy.level in ("bwrap+uid", "uid"):
+    if policy.uid is not None and own_user(policy.level):
         drop = [
             "setpriv",
             f"--reuid={policy.uid}",

@@ -12,12 +12,11 @@ from __future__ import annotations
 import os
 import resource
 import sys
-from pathlib import Path
 
 from grader import cgroups
 from grader.flags import record_flag
 from grader.memory_watch import data_backstop, start_watcher
-from grader.sandbox import Policy, kernel_command, kernel_environment
+from grader.sandbox import Policy, in_bubblewrap, kernel_command, kernel_environment
 
 
 def _report(kind: str, used: int) -> None:
@@ -47,9 +46,8 @@ def main(argv: list[str]) -> None:
     # nbgrader starts the kernel in the folder it writes the graded notebook into;
     # the kernel works in its copy instead (bound at the same path by bubblewrap).
     command = kernel_command(policy, connection_file, os.getcwd())
-    if policy.workdir and not policy.level.startswith("bwrap"):
+    if policy.workdir and not in_bubblewrap(policy.level):
         os.chdir(policy.workdir)
-        os.environ["TMPDIR"] = str(Path(policy.workdir).parent / "tmp")
     # The kernel cannot see nbgrader's process id from its own process tree; the
     # sandbox ends the kernel when nbgrader goes instead.
     os.environ.pop("JPY_PARENT_PID", None)

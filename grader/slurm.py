@@ -21,6 +21,7 @@ from pathlib import Path
 
 from grader import batch as batch_mod
 from grader.processes import claim_uids
+from grader.sandbox import own_user
 
 
 def job_script(run: batch_mod.Batch, count: int, options: list[str]) -> str:
@@ -51,7 +52,7 @@ def task(batch_file: Path, index: int) -> None:
         **{k: Path(v) if k in ("course", "work") else v for k, v in settings.items()}
     )
     student = students[index]
-    with claim_uids(1 if run.level in ("bwrap+uid", "uid") else 0) as uids:
+    with claim_uids(1 if own_user(run.level) else 0) as uids:
         uid = uids[0] if uids else None
         outcome = batch_mod.grade_student(run, student, run.work / "template.db", uid)
     (run.work / student / "outcome.json").write_text(json.dumps(asdict(outcome)))

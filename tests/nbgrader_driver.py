@@ -81,6 +81,21 @@ def run_nbgrader(root: Path, steps: list[list[str]], timeout: int | None = None)
     return results
 
 
+def run_grader(
+    root: Path, args: list[str], env: dict[str, str] | None = None, timeout: int = 900
+) -> subprocess.CompletedProcess:
+    """``python -m grader --course ROOT ARGS...`` as an instructor runs it (never raises)."""
+    return subprocess.run(
+        [sys.executable, "-m", "grader", "--course", str(root), *args],
+        cwd=root,
+        env={**nbgrader_env(), **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def hand_in(root: Path, student: str, assignment: str, notebook: Path | str) -> Path:
     """Put a notebook (a path to copy, or raw text) where ``nbgrader autograde`` looks."""
     target = root / "submitted" / student / assignment / f"{assignment}.ipynb"

@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -27,8 +26,8 @@ from nbgrader_driver import (
     REPO,
     assert_all_succeeded,
     make_course,
-    nbgrader_env,
     page_text,
+    run_grader,
     run_nbgrader,
     scores,
 )
@@ -210,31 +209,11 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     # grading folder's parents; pytest's temporary folders are private.
     work = Path(tempfile.mkdtemp(prefix="grader-test-", dir="/var/tmp"))
     work.chmod(0o711)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "grader",
-            "--course",
-            str(root),
-            "autograde",
-            ASSIGNMENT,
-            SECOND,
-            "--workers",
-            "2",
-            "--wall",
-            "20",
-            "--memory",
-            "2G",
-            "--work",
-            str(work),
-        ],
-        cwd=root,
-        env=nbgrader_env(),
-        capture_output=True,
-        text=True,
+    proc = run_grader(
+        root,
+        ["autograde", ASSIGNMENT, SECOND, "--workers", "2", "--wall", "20", "--memory", "2G"]
+        + ["--work", str(work)],
         timeout=600,
-        check=False,
     )
     try:
         assert (work / ASSIGNMENT / "summary.json").is_file(), proc.stdout + proc.stderr[-3000:]

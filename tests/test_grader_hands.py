@@ -26,8 +26,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -36,7 +34,7 @@ import pytest
 from nbgrader_driver import (
     assert_all_succeeded,
     make_course,
-    nbgrader_env,
+    run_grader,
     run_nbgrader,
     scores,
 )
@@ -172,18 +170,9 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     work = Path(tempfile.mkdtemp(prefix="grader-hands-work-", dir="/var/tmp"))
     work.chmod(0o711)
     students = "alice,links-first,links-last,backup,shm,tmpfiles,bigfiles,exits,spread"
-    command = [sys.executable, "-m", "grader", "--course", str(root), "autograde", ASSIGNMENT]
-    command += ["multigpu", "--student", students, "--workers", "2"]
-    command += ["--memory", "1G", "--disk", "1536M"]
-    proc = subprocess.run(
-        [*command, "--work", str(work)],
-        cwd=root,
-        env=nbgrader_env(),
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
+    command = ["autograde", ASSIGNMENT, "multigpu", "--student", students, "--workers", "2"]
+    command += ["--memory", "1G", "--disk", "1536M", "--work", str(work)]
+    proc = run_grader(root, command)
     try:
         summary = json.loads((work / ASSIGNMENT / "summary.json").read_text())
         leftovers = sorted(str(p) for p in work.rglob("*") if "runtime" in p.parts)

@@ -8,7 +8,6 @@ course gradebook by the submitting process.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from nbgrader_driver import (
     assert_all_succeeded,
     hand_in,
     make_course,
-    nbgrader_env,
+    run_grader,
     run_nbgrader,
     scores,
 )
@@ -37,27 +36,11 @@ def test_slurm_job_array_grades_and_merges(tmp_path_factory: pytest.TempPathFact
     hand_in(root, "alice", "simt", root / "solutions" / "simt" / "simt.ipynb")
     hand_in(root, "bob", "simt", root / "exercises" / "simt" / "simt.ipynb")
     with LocalCluster(tmp_path_factory.mktemp("cluster")) as cluster:
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "grader",
-                "--course",
-                str(root),
-                "autograde",
-                "simt",
-                "--slurm",
-                "--workers",
-                "2",
-                "--wall",
-                "120",
-            ],
-            cwd=root,
-            env={**nbgrader_env(), **cluster.env},
-            capture_output=True,
-            text=True,
+        proc = run_grader(
+            root,
+            ["autograde", "simt", "--slurm", "--workers", "2", "--wall", "120"],
+            env=cluster.env,
             timeout=400,
-            check=False,
         )
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert scores(root)[("simt", "alice")] == (10, 10)

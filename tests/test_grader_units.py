@@ -353,6 +353,12 @@ def test_kernel_gets_its_share_of_the_cores_and_no_gpu_where_told(
     # at the "uid" level no bubblewrap sets it: the variable alone gives the kernel its HOME
     alone_uid = sandbox.Policy(level="uid", uid=60001, threads=1, home="/work/s1/runtime/home")
     assert sandbox.kernel_environment(alone_uid)["HOME"] == "/work/s1/runtime/home"
+    # without bubblewrap its own TMPDIR too; inside, /tmp is already its own
+    tmp = "/work/s1/runtime/tmp"
+    assert sandbox.kernel_environment(sandbox.Policy(level="uid", uid=60001, tmpdir=tmp)) == {
+        "TMPDIR": tmp
+    }
+    assert "TMPDIR" not in sandbox.kernel_environment(sandbox.Policy(level="bwrap", tmpdir=tmp))
     assert "--setenv HOME /work/s1/runtime/home" in " ".join(
         sandbox.kernel_command(own, "k.json", "/nb")
     )

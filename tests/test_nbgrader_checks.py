@@ -331,6 +331,13 @@ def _submit(tmp_path: Path, assignment: str, nb: nbformat.NotebookNode) -> Path:
     return folder
 
 
+def _flags(tmp_path: Path, nb: nbformat.NotebookNode, template_db: Path) -> list[str]:
+    """The check's flags for *nb* handed in as kernel_patterns."""
+    return check_submission(
+        _submit(tmp_path, "kernel_patterns", nb), "kernel_patterns", template_db
+    )
+
+
 def test_every_assignment_is_checked() -> None:
     assert sorted(ALL_ASSIGNMENTS) == sorted(p.name for p in (REPO / "solutions").iterdir())
 
@@ -368,18 +375,14 @@ def test_changed_given_cell_is_flagged(
     nb = _read("solutions", "kernel_patterns")
     index = _index(nb, grade_id)
     nb.cells[index].source = edit(nb.cells[index].source)
-    flags = check_submission(
-        _submit(tmp_path, "kernel_patterns", nb), "kernel_patterns", template_db
-    )
+    flags = _flags(tmp_path, nb, template_db)
     assert flags == [f"cell {index + 1} (grade id {grade_id}) given by the assignment was changed"]
 
 
 def test_deleted_given_cell_is_flagged(template_db: Path, tmp_path: Path) -> None:
     nb = _read("exercises", "kernel_patterns")
     del nb.cells[_index(nb, "pat-setup")]
-    flags = check_submission(
-        _submit(tmp_path, "kernel_patterns", nb), "kernel_patterns", template_db
-    )
+    flags = _flags(tmp_path, nb, template_db)
     assert flags == ["missing grade ids ['pat-setup']"]
 
 
@@ -389,9 +392,7 @@ def test_forbidden_import_in_the_students_own_cell_is_flagged(
     """The set-up cell may import course helpers; a cell the student adds may not."""
     nb = _read("solutions", "kernel_patterns")
     nb.cells.insert(3, nbformat.v4.new_code_cell("from demos.patterns.bench import event_ms"))
-    flags = check_submission(
-        _submit(tmp_path, "kernel_patterns", nb), "kernel_patterns", template_db
-    )
+    flags = _flags(tmp_path, nb, template_db)
     assert flags == ["cell 4: imports demos.patterns.bench from the course package"]
 
 
@@ -403,9 +404,7 @@ def test_answer_cells_are_scanned_whatever_their_metadata_says(
     index = _index(nb, "pat-sum")
     nb.cells[index].source = "from demos.patterns.kernels import tree_sum_kernel\n"
     nb.cells[index].metadata["nbgrader"]["solution"] = False
-    flags = check_submission(
-        _submit(tmp_path, "kernel_patterns", nb), "kernel_patterns", template_db
-    )
+    flags = _flags(tmp_path, nb, template_db)
     assert flags == [f"cell {index + 1}: imports demos.patterns.kernels from the course package"]
 
 
@@ -416,9 +415,7 @@ def test_later_copy_of_a_given_cell_is_scanned(template_db: Path, tmp_path: Path
     copy = nbformat.from_dict(nb.cells[index])
     copy.id, copy.source = "split-copy", "import subprocess"
     nb.cells.insert(index + 1, copy)
-    flags = check_submission(
-        _submit(tmp_path, "kernel_patterns", nb), "kernel_patterns", template_db
-    )
+    flags = _flags(tmp_path, nb, template_db)
     assert flags == [
         f"cell {index + 2}: imports subprocess",
         f"cell {index + 2}: starts processes",
