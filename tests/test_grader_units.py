@@ -563,8 +563,9 @@ def test_token_line_keeps_the_cells_value_for_partial_credit() -> None:
     assert with_token("%time x = 1", "T0K") == "%time x = 1\nprint('T0K')"
 
 
-def _bench(name: str) -> dict:
-    return json.loads((REPO / "grader" / "results" / f"grading-bench-{name}.json").read_text())
+def _bench(name: str, folder: str = "") -> dict:
+    path = REPO / "grader" / "results" / folder / f"grading-bench-{name}.json"
+    return json.loads(path.read_text())
 
 
 CLASS_OF_200 = ["simt", "cupy_port", "numba_distance", "multigpu", "cnn"]
@@ -664,3 +665,41 @@ def test_each_kind_scores_the_same_cell_by_cell_on_the_gpu_and_cpu_graders(assig
     # the memory-hungry notebook is stopped on both, not graded
     assert gpu_kinds["memory"]["not_graded"] == gpu_kinds["memory"]["count"]
     assert cpu_kinds["memory"]["not_graded"] == cpu_kinds["memory"]["count"]
+
+
+def test_sandbox_box_comparison_comes_from_the_recorded_benchmarks() -> None:
+    """BENCHMARKS.md's before/after figures of the per-notebook box, read from their JSON."""
+    prose = _prose(REPO / "BENCHMARKS.md")
+    text = (REPO / "BENCHMARKS.md").read_text()
+    cpu_before, cpu_after = _bench(ON_CPU), _bench(ON_CPU, "sandbox-box/after")
+    gpu = {
+        when: _bench("-".join(CLASS_OF_200) + "-40students-16w-16cores", f"sandbox-box/{when}")
+        for when in ("before", "after")
+    }
+    assert gpu["after"]["hardware"]["gpus"] == gpu["before"]["hardware"]["gpus"] == "NVIDIA H200"
+    assert f"2 workers took {cpu_after['wall_seconds']:.0f} s after" in prose
+    assert f"against {cpu_before['wall_seconds']:.0f} s before" in prose
+    serial = [
+        r["assignments"]["simt"]["serial_nbgrader_seconds_per_notebook"]
+        for r in (cpu_after, cpu_before)
+    ]
+    assert f"took {serial[0]:.2f} s per simt notebook against {serial[1]:.2f} s" in prose
+    seconds = {
+        w: sum(a["notebook_seconds"] for a in r["assignments"].values()) for w, r in gpu.items()
+    }
+    assert (
+        f"16 workers took {gpu['after']['wall_seconds']:.0f} s after, against "
+        f"{gpu['before']['wall_seconds']:.0f} s before ({seconds['after']:.0f} against "
+        f"{seconds['before']:.0f} notebook-seconds, "
+        f"{100 * (seconds['after'] / seconds['before'] - 1):.0f} % more)"
+    ) in prose
+    for assignment in CLASS_OF_200:
+        before, after = (gpu[w]["assignments"][assignment]["by_kind"]["good"] for w in gpu)
+        row = f"| {assignment} | {before['mean_seconds']:.1f} s | {after['mean_seconds']:.1f} s |"
+        assert row in text, row
+    # every kind scored cell by cell as before, on both machines
+    for now, then in ((cpu_after, cpu_before), (gpu["after"], gpu["before"])):
+        for assignment, run in now["assignments"].items():
+            for kind, figures in run["by_kind"].items():
+                earlier = then["assignments"][assignment]["by_kind"][kind]
+                assert figures["cell_scores"] == earlier["cell_scores"], (assignment, kind)
