@@ -50,7 +50,7 @@ c.Grader.without_gpu = ["cnn"]
 
 # What students see in place of the instructor's solution.
 c.ClearSolutions.code_stub = {
-    "python": '# YOUR CODE HERE: replace this line with your solution\n'
+    "python": "# YOUR CODE HERE: replace this line with your solution\n"
     'raise NotImplementedError("this part of the exercise is not done yet")',
 }
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
@@ -67,4 +67,6 @@ c.GenerateFeedback.preprocessors = [
 # downloaded/<assignment>/archive/ (or inside zip files there) named
 # <student>_<notebook>.ipynb, e.g. alice_cupy_port.ipynb, are filed as
 # submitted/<student>/<assignment>/<notebook>.ipynb. Student ids: no underscores.
-c.FileNameCollectorPlugin.named_regexp = r".*/(?P<student_id>[A-Za-z0-9.\-]+)_(?P<file_id>[^/]+\.ipynb)$"
+c.FileNameCollectorPlugin.named_regexp = (
+    r".*/(?P<student_id>[A-Za-z0-9.\-]+)_(?P<file_id>[^/]+\.ipynb)$"
+)

@@ -1,7 +1,9 @@
 """The code's shape, checked: ruff clean and formatted, small modules, only the product committed.
 
 The style rules live in ``[tool.ruff]`` of pyproject.toml; ruff comes with the
-``test`` extra. The other checks keep promises the README makes to maintainers.
+``test`` extra. Ruff runs over the whole tree as ``ruff check .`` does, skipping
+what git ignores (tests/test_tree.py keeps code out of .gitignore) and notebooks
+(pyproject.toml says why). The other checks keep promises the README makes to maintainers.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LINTED = [name for name in ("demos", "tests", "tools", "grader") if (ROOT / name).is_dir()]
 MAX_MODULE_LINES = 400
 GPU_NODE_TOOLS = sorted((ROOT / "tools" / "gpu-node").glob("*.sh"))
 
@@ -27,12 +28,31 @@ def ruff() -> str:
     return found
 
 
+def tracked_files(*patterns: str) -> list[str]:
+    """Files git tracks (matching ``patterns``, all without), relative to the root."""
+    proc = subprocess.run(
+        ["git", "ls-files", "--", *patterns], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        pytest.skip("not a git checkout")
+    return proc.stdout.split()
+
+
 @pytest.mark.parametrize("command", [["check"], ["format", "--check"]], ids=" ".join)
 def test_ruff_is_clean(command):
     proc = subprocess.run(
-        [ruff(), *command, *LINTED], cwd=ROOT, capture_output=True, text=True, timeout=120
+        [ruff(), *command, "."], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+def test_ruff_sees_every_tracked_python_file():
+    proc = subprocess.run(
+        [ruff(), "check", "--show-files", "."], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    seen = {Path(line).resolve() for line in proc.stdout.splitlines() if line.strip()}
+    unseen = [name for name in tracked_files("*.py") if (ROOT / name).resolve() not in seen]
+    assert unseen == []
 
 
 def test_no_module_in_demos_is_over_the_limit():
@@ -44,12 +64,7 @@ def test_no_module_in_demos_is_over_the_limit():
 
 
 def test_readme_layout_lists_every_top_level_folder():
-    tracked = subprocess.run(
-        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=False
-    ).stdout.split()
-    if not tracked:
-        pytest.skip("not a git checkout")
-    folders = {name.split("/")[0] for name in tracked if "/" in name}
+    folders = {name.split("/")[0] for name in tracked_files() if "/" in name}
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     listed = set(re.findall(r"^\| `([^`/]+)/` \|", readme, flags=re.MULTILINE))
     assert folders - listed == set()
