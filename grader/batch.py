@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader import box as boxes
-from grader import sandbox
+from grader import cgroups, sandbox
 from grader.check import check_submission
 from grader.flags import FLAGS_ENV
 from grader.processes import BASE_UID, claim_uids, kill_user_processes, unreachable
@@ -373,6 +373,7 @@ def run_classes(
     workers = classes[0][0].workers
     if any(b.workers != workers for b, _ in classes):
         raise ValueError("the batches of one run must have the same number of workers")
+    cgroups.placement()  # before any worker starts: a move into its leaf moves the grader alone
     templates = [prepare(b) for b, _ in classes]
     own_uids = sandbox.own_user(classes[0][0].level)
     with claim_uids(workers if own_uids else 0) as uids:

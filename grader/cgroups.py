@@ -8,7 +8,10 @@ whoever wrote them. So where this machine lets root make a child cgroup with
 the memory controller (cgroups v2, or the v1 ``memory`` hierarchy that some
 containers and older clusters still have), each notebook gets one with
 ``memory.max`` set and is killed by the kernel past it; the grader then
-reads the cgroup's ``oom_kill`` count to say why the notebook stopped. Where
+reads the cgroup's ``oom_kill`` count to say why the notebook stopped. Under
+cgroups v2 the grader's own cgroup must first be made able to have such
+children (:mod:`grader.cgroup_parent`, where the grader moves itself into a
+leaf of its own when it may). Where
 none can be made, :func:`create` answers ``None`` and the watcher and the
 size-limited sandbox file systems are the limit (``python -m grader sandbox``
 says which).
@@ -16,11 +19,14 @@ says which).
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from grader.cgroup_parent import FALLBACK, Placement, place, v2_mount
 
 #: Room above the notebook's memory limit for what the kernel charges besides its
 #: pages (page tables, the page cache of the libraries it reads, which is reclaimed first).
@@ -37,20 +43,22 @@ def _own_paths() -> dict[str, str]:
     return paths
 
 
-def _v2_parent() -> Path | None:
-    own = _own_paths().get("")
-    for mount in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
-        parent = Path(mount + (own or "/"))
-        controls = parent / "cgroup.subtree_control"
-        if not controls.is_file() or not os.access(controls, os.W_OK):
-            continue
-        if "memory" not in controls.read_text().split():
-            try:
-                controls.write_text("+memory")
-            except OSError:  # processes in the parent (v2's no-internal-process rule)
-                continue
-        return parent
-    return None
+@functools.cache
+def placement() -> Placement:
+    """Where this process makes the notebooks' v2 memory cgroups (worked out once per process).
+
+    A grading run asks at its start, before any worker is started, so that a
+    needed move into the grader's own leaf (:mod:`grader.cgroup_parent`)
+    concerns its own process alone.
+    """
+    if os.environ.get("GRADER_CGROUP") == "off":
+        return Placement(None, FALLBACK, "GRADER_CGROUP=off chooses none")
+    if os.geteuid() != 0:
+        return Placement(None, FALLBACK, "the grader is not root")
+    mount = v2_mount()
+    if mount is None:
+        return Placement(None, FALLBACK, "no cgroups v2 on this machine")
+    return place(mount, _own_paths().get("", "/"))
 
 
 def _v1_parent() -> Path | None:
@@ -117,7 +125,7 @@ def create(name: str, limit_bytes: int) -> MemoryCgroup | None:
     if os.environ.get("GRADER_CGROUP") == "off" or os.geteuid() != 0:
         return None
     limit = str(int(limit_bytes * (1 + SLACK)))
-    for version, parent in ((2, _v2_parent()), (1, _v1_parent())):
+    for version, parent in ((2, placement().parent), (1, _v1_parent())):
         if parent is None:
             continue
         path = parent / name
@@ -152,11 +160,21 @@ def available() -> int:
 
 
 def describe() -> str:
-    """One line for ``python -m grader sandbox``: which memory limit this machine gives."""
+    """One line for ``python -m grader sandbox``: which memory limit applies, and why."""
     version = available()
-    if not version:
+    v2 = placement()
+    if version == 2:
         return (
-            "memory: no cgroup can be made here, so files in the sandbox's /tmp and "
-            "/dev/shm are limited by their size alone"
+            "memory: a cgroup per notebook counts shared memory and files in memory "
+            f"(cgroups v2, {v2.line()})"
         )
-    return f"memory: a cgroup (v{version}) per notebook counts shared memory and files in memory"
+    if version == 1:
+        return (
+            "memory: a cgroup per notebook counts shared memory and files in memory "
+            "(cgroups v1 memory hierarchy, where no leaf is needed)"
+        )
+    return (
+        f"memory: no cgroup per notebook ({v2.line()}); the watcher counts mapped shared "
+        "memory against --memory, files in the sandbox's /tmp, /var/tmp and /dev/shm count "
+        "against --disk and are capped in size"
+    )
