@@ -65,6 +65,12 @@ def main(argv: list[str] | None = None) -> int:
         "--disk", type=_size, default=_size("1G"), help="files a notebook may write (1G)"
     )
     grade.add_argument(
+        "--class-disk",
+        type=_size,
+        default=_size("16G"),
+        help="what one assignment's graded folders may hold in autograded/ together (16G)",
+    )
+    grade.add_argument(
         "--slurm", action="store_true", help="one Slurm array task per student, then merge here"
     )
     grade.add_argument(
@@ -169,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
             args.cpu,
             args.processes,
             args.disk,
+            class_disk_bytes=args.class_disk,
         )
         classes.append((run, students))
     level = classes[0][0].level

@@ -34,7 +34,7 @@ from grader import cgroups, sandbox
 from grader.check import check_submission
 from grader.flags import FLAGS_ENV
 from grader.processes import BASE_UID, claim_uids, kill_user_processes, unreachable
-from grader.safe_files import copy_tree, replace_tree
+from grader.safe_files import Allowance, copy_tree, replace_tree, size_text
 
 if TYPE_CHECKING:
     from traitlets.config import Config
@@ -76,6 +76,8 @@ class Batch:
     cpu_seconds: int = 600
     processes: int = 512
     disk_bytes: int = 1 << 30
+    #: What one assignment's graded folders in ``autograded/`` may hold together.
+    class_disk_bytes: int = 16 << 30
     level: str = ""
     #: Threads per notebook for the numerical libraries; 0: this machine's cores
     #: shared out among the workers.
@@ -297,7 +299,11 @@ def merge(batch: Batch, outcome: Outcome) -> None:
     graded = root / "autograded" / outcome.student / batch.assignment
     target = batch.course / "autograded" / outcome.student / batch.assignment
     target.parent.mkdir(parents=True, exist_ok=True)
-    outcome.flags += [f"graded folder: {line}" for line in replace_tree(graded, target)]
+    others = [p for p in target.parents[1].glob(f"*/{batch.assignment}") if p != target]
+    limit = f"the class's {size_text(batch.class_disk_bytes)} in autograded/ (--class-disk)"
+    allowance = Allowance.beside(others, batch.class_disk_bytes, limit)
+    left_out = replace_tree(graded, target, allowance)
+    outcome.flags += [f"graded folder: {line}" for line in left_out]
     # nbgrader's own update_or_create_submission warns about its session (harmless).
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SAWarning)

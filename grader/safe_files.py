@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 #: A file bigger than this is not part of an assignment (notebooks, small data).
@@ -23,6 +25,35 @@ MAX_TOTAL_BYTES = 256 << 20
 SHARED_TEMP = ("/tmp", "/var/tmp", "/dev/shm")
 
 
+def size_text(size: float) -> str:
+    """*size* bytes for a reader: ``600 KB``, ``2 MB``, ``1.5 GB`` (powers of 1024)."""
+    if size < 1024:
+        return f"{int(size)} bytes"
+    for unit in ("KB", "MB"):
+        size /= 1024
+        if size < 1024:
+            return f"{size:.4g} {unit}"
+    return f"{size / 1024:.4g} GB"
+
+
+@dataclass
+class Allowance:
+    """Bytes that several copies may still write together (a class's graded folders).
+
+    Each copy is bounded by itself; a class of 200 whose every graded folder
+    reaches its bound would still fill the disk. *limit* names the bound in
+    the line a file left out gets.
+    """
+
+    bytes_left: int
+    limit: str
+
+    @classmethod
+    def beside(cls, folders: Iterable[Path], total: int, limit: str) -> Allowance:
+        """What is left of *total* once the files already in *folders* are counted."""
+        return cls(total - disk_usage([str(f) for f in folders]), limit)
+
+
 def copy_tree(
     source: Path,
     target: Path,
@@ -30,11 +61,13 @@ def copy_tree(
     max_file: int = MAX_FILE_BYTES,
     max_total: int = MAX_TOTAL_BYTES,
     owner: int | None = None,
+    allowance: Allowance | None = None,
 ) -> list[str]:
     """Copy the regular files and folders of *source* into a new *target*; what was left out.
 
     Links, devices, sockets and pipes are never followed or copied; nor is a
-    file over *max_file*, nor anything past *max_total* in all. Every file is
+    file over *max_file*, nor anything past *max_total* in all, nor past what
+    is left of a shared *allowance* (which the copies use up). Every file is
     opened with ``O_NOFOLLOW`` below a folder that was itself checked, so a link
     swapped in while we copy is refused too. With *owner*, the copies belong to
     that user id (the sandbox user that will work in them).
@@ -57,9 +90,14 @@ def copy_tree(
                     kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
                     left_out.append(f"{relative}: {kind}, not copied")
                 elif st.st_size > max_file or total + st.st_size > max_total:
-                    left_out.append(f"{relative}: {st.st_size >> 20} MB, over the size limit")
+                    left_out.append(f"{relative}: {size_text(st.st_size)}, over the size limit")
+                elif allowance is not None and st.st_size > allowance.bytes_left:
+                    left_out.append(f"{relative}: {size_text(st.st_size)}, past {allowance.limit}")
                 else:
-                    total += _copy_file(Path(entry.path), into / entry.name, owner)
+                    size = _copy_file(Path(entry.path), into / entry.name, owner)
+                    total += size
+                    if allowance is not None:
+                        allowance.bytes_left -= size
 
     walk(source, target)
     return left_out
@@ -85,13 +123,13 @@ def _copy_file(source: Path, target: Path, owner: int | None) -> int:
         os.close(reader)
 
 
-def replace_tree(source: Path, target: Path, **limits: int) -> list[str]:
+def replace_tree(source: Path, target: Path, allowance: Allowance | None = None) -> list[str]:
     """:func:`copy_tree` into *target*, removing what was there first (links are not followed)."""
     if target.is_symlink() or target.is_file():
         target.unlink()
     elif target.exists():
         shutil.rmtree(target)
-    return copy_tree(source, target, **limits)
+    return copy_tree(source, target, allowance=allowance)
 
 
 def disk_usage(folders: list[str], owner: int | None = None, limit_entries: int = 20_000) -> int:
