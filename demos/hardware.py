@@ -24,6 +24,7 @@ import os
 import platform
 import sys
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 SIMULATOR_ENV = "NUMBA_ENABLE_CUDASIM"
@@ -115,6 +116,37 @@ def gpu_count() -> int:
 
 def has_gpu() -> bool:
     return gpu_count() > 0
+
+
+def gpu_memory_bytes(index: int = 0) -> int:
+    """Memory of GPU *index* in bytes, 0 without a GPU: live lessons size their problems by it."""
+    found = gpus()
+    return found[index].total_memory_bytes if index < len(found) else 0
+
+
+def multiprocessors(index: int = 0) -> int:
+    """Streaming multiprocessors of GPU *index*, 0 without a GPU (a grid fills them all)."""
+    found = gpus()
+    return found[index].multiprocessors if index < len(found) else 0
+
+
+def usable_cpu_count() -> int:
+    """CPU cores this process may really use: its affinity mask, capped by a cgroup CPU quota.
+
+    ``os.cpu_count()`` reports every core of the host; a batch job or container
+    that may use fewer runs that many threads on fewer cores, and a parallel loop
+    then waits on threads that take turns. Numba's default thread count is the
+    host's, so the course sets it from this.
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = cores or 1
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        if quota != "max":
+            cores = min(cores, max(1, int(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass
+    return cores
 
 
 def cuda_driver_version() -> str | None:
@@ -263,12 +295,34 @@ def package_versions() -> dict[str, str | None]:
     return {name: _version(name) for name in names}
 
 
+def quiet_import(name: str) -> Any:
+    """Import *name* (e.g. ``"tensorflow"``) with C-level stderr silenced while it loads.
+
+    TensorFlow's C++ start-up lines (oneDNN notices, absl's "before InitializeLog"
+    warning) are written before its log level applies, so no environment variable
+    hides them all, and a notebook shows them in a red box. Python errors still
+    propagate: an import that fails raises as usual.
+    """
+    if name in sys.modules:
+        return sys.modules[name]
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        return importlib.import_module(name)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
 def tensorflow_status() -> str:
     """TensorFlow's version and the GPUs it sees, without importing it unless installed."""
     if importlib.util.find_spec("tensorflow") is None:
         return "not installed (chapter 5 can also run on Keras' JAX or PyTorch backend)"
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    tf = importlib.import_module("tensorflow")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    tf = quiet_import("tensorflow")
     return (
         f"{tf.__version__}, GPUs visible to TensorFlow: "
         f"{len(tf.config.list_physical_devices('GPU'))}"

@@ -148,25 +148,9 @@ def reference_machine(name: str = "distance.json") -> str:
 
 
 def quiet_import(name: str) -> Any:
-    """Import *name* (e.g. ``"keras"``) with C-level stderr silenced while it loads.
-
-    TensorFlow's C++ start-up lines (oneDNN notices, absl's "before InitializeLog"
-    warning) are written before its log level applies, so no environment variable
-    hides them all. Python errors still propagate: an import that fails raises as usual.
-    """
-    import importlib
-    import sys
-
-    sys.stderr.flush()
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        return importlib.import_module(name)
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
+    """Import *name* with TensorFlow's C-level start-up noise silenced (see
+    :func:`demos.hardware.quiet_import`)."""
+    return hardware.quiet_import(name)
 
 
 def quiet_numba_advice() -> None:

@@ -18,6 +18,7 @@ from numba import cuda
 from demos.distance.numba_cuda import coalesced_kernel as columns_on_x
 from demos.distance.numba_cuda import naive_kernel as rows_on_x
 from demos.lessons._timing import event_times
+from demos.live import Expect, Row, Table
 
 SECTOR_BYTES = 32
 
@@ -59,3 +60,30 @@ def run(n: int, blocks: Sequence[tuple[int, int]], repeats: int = 10) -> dict[st
         entry["ratio"] = entry["rows_on_x"]["median_ms"] / entry["columns_on_x"]["median_ms"]
         result[f"{bx}x{by}"] = entry
     return result
+
+
+def live(repeats: int = 10) -> dict[str, Any]:
+    """The lesson sized for this GPU: a float64 matrix several times larger than its L2 cache."""
+    from demos import hardware
+
+    n = 8192 if hardware.gpu_memory_bytes() >= 16 * 2**30 else 4096
+    return run(n=n, blocks=[(32, 8), (8, 8)], repeats=repeats)
+
+
+TABLE = Table(
+    "Coalescing: the same kernel, rows or columns on threadIdx.x (float64, GPU time)",
+    (
+        Row("n", "n", "", 0),
+        Row("32 x 8 blocks, rows on x", "32x8.rows_on_x.median_ms", "ms", 3),
+        Row("32 x 8 blocks, columns on x", "32x8.columns_on_x.median_ms", "ms", 3),
+        Row("32 x 8: rows / columns", "32x8.ratio", "x", 2),
+        Row("8 x 8 blocks, rows on x", "8x8.rows_on_x.median_ms", "ms", 3),
+        Row("8 x 8 blocks, columns on x", "8x8.columns_on_x.median_ms", "ms", 3),
+        Row("8 x 8: rows / columns", "8x8.ratio", "x", 2),
+    ),
+    Expect(
+        "with 32 x 8 blocks, a warp that writes 32 neighbouring columns is faster",
+        lambda r: r["32x8"]["ratio"] > 1.2,
+        "This GPU's L2 cache gathers the scattered writes before they reach memory at this size.",
+    ),
+)

@@ -16,6 +16,7 @@ import numpy as np
 from numba import cuda, float32
 
 from demos.lessons._timing import event_times
+from demos.live import Expect, Row, Table
 
 
 @cuda.jit(device=True)
@@ -77,3 +78,29 @@ def run(n: int, iterations: int, threads_per_block: int = 256, repeats: int = 10
         )
     result["ratio"] = result["by_lane_parity"]["median_ms"] / result["by_warp"]["median_ms"]
     return result
+
+
+def live(repeats: int = 10) -> dict[str, Any]:
+    """The lesson sized for this GPU: 64 waves of the threads its multiprocessors hold at once."""
+    from demos import hardware
+
+    n = max(1 << 20, hardware.multiprocessors() * 2048 * 64)
+    return run(n=n, iterations=200, repeats=repeats)
+
+
+TABLE = Table(
+    "Divergence: two branches of equal length, split by lane parity or by warp",
+    (
+        Row("threads", "n", "", 0),
+        Row("iterations per branch", "iterations", "", 0),
+        Row("split by lane parity", "by_lane_parity.median_ms", "ms", 2),
+        Row("split by warp", "by_warp.median_ms", "ms", 2),
+        Row("lane parity / warp", "ratio", "x", 2),
+    ),
+    Expect(
+        "a warp whose threads take two branches runs both, so it takes about twice as long",
+        lambda r: r["ratio"] > 1.5,
+        "The loops are short enough on this GPU that launching and writing the result, "
+        "not the branches, set the time.",
+    ),
+)

@@ -76,10 +76,10 @@ def bench_matvec(counts: list[int], repeats: int) -> dict:
     return out
 
 
-def bench_reduce(counts: list[int], repeats: int) -> dict:
+def bench_reduce(counts: list[int], repeats: int, sizes: list[int] | None = None) -> dict:
     from demos.multigpu.reduce import SplitSum, auto_device_count
 
-    sizes = list(bench_sizes.MULTIGPU_REDUCE_SIZES)
+    sizes = list(sizes or bench_sizes.MULTIGPU_REDUCE_SIZES)
     curve: dict[str, dict[str, float]] = {}
     eager: dict[str, dict[str, float]] = {}  # the same kernels, launched one by one from Python
     errors = {}

@@ -19,6 +19,7 @@ import numpy as np
 
 from demos import hardware
 from demos.benchmarks import record
+from demos.live import Expect, Row, Table
 from demos.patterns import kernels
 
 N_BINS = 256
@@ -174,10 +175,20 @@ def reductions(cp: Any, n: int, bound: float, max_blocks: int) -> list[dict[str,
     return out
 
 
+def input_size() -> int:
+    """float32 values to reduce: 2**28 (1 GB, far beyond any cache), less on a GPU with under
+    32 GB."""
+    memory = hardware.gpu_memory_bytes() or 32 * 2**30
+    n = 2**28
+    while n > 2**22 and 4 * n > memory / 32:
+        n //= 2
+    return n
+
+
 def run(quick: bool = False) -> dict[str, Any]:
     cp = hardware.require_cupy("the kernel-patterns benchmark")
-    n = 2**20 if quick else 2**28
-    sms = hardware.gpus()[0].multiprocessors
+    n = 2**20 if quick else input_size()
+    sms = hardware.multiprocessors()
     max_blocks = 8 * sms  # enough resident blocks to keep every multiprocessor busy
     bandwidth = copy_bandwidth(cp, 4 * n)
     bound = bandwidth["bytes_moved_per_s"]
@@ -194,4 +205,100 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    return record.run_gpu_bench(args, "patterns", "The kernel-patterns benchmark", run)
+    return record.run_gpu_bench(
+        args, "patterns", "The kernel-patterns benchmark", run, ["demos/patterns"]
+    )
+
+
+# ------------------------------------------------------------ what chapter 4b shows, live
+def _find(records: list[dict[str, Any]], name: str, input_: str | None = None) -> dict[str, Any]:
+    for r in records:
+        if r["name"] == name and (input_ is None or r.get("input") == input_):
+            return r
+    raise KeyError(name)
+
+
+INPUTS = ("uniform", "skewed (90% in bin 0)")
+HISTOGRAM_METHODS = ("racy", "global_atomic", "shared", "cupy.bincount")
+REDUCTIONS = ("tree (shared memory)", "warp shuffles", "cupy.sum")
+
+RACY_TABLE = Table(
+    "A histogram without atomics: increments lost to the race",
+    tuple(
+        Row(
+            f"{label}: counted",
+            lambda r, i=label: _find(r["histogram"], "racy", i)["counted"],
+            "",
+            0,
+        )
+        for label in INPUTS
+    )
+    + (Row("values", lambda r: _find(r["histogram"], "racy", INPUTS[0])["n"], "", 0),),
+    Expect(
+        "threads that read, add and write the same bin at once lose counts",
+        lambda r: all(
+            _find(r["histogram"], "racy", i)["counted"] < _find(r["histogram"], "racy", i)["n"]
+            for i in INPUTS
+        ),
+        "By chance no two threads collided in this run.",
+    ),
+)
+
+HISTOGRAM_TABLE = Table(
+    "Histograms of 256 bins against the bandwidth bound (GPU time; TB/s of input read)",
+    (
+        Row(
+            "device copy, bytes moved",
+            lambda r: r["copy_bandwidth"]["bytes_moved_per_s"] / 1e12,
+            "TB/s",
+            2,
+        ),
+        *(
+            Row(
+                f"{i.split()[0]}, {m}",
+                lambda r, i=i, m=m: _find(r["histogram"], m, i)["ms"],
+                "ms",
+                3,
+            )
+            for i in INPUTS
+            for m in HISTOGRAM_METHODS
+        ),
+    ),
+    Expect(
+        "counting in shared memory first is much faster than atomics on global memory",
+        lambda r: all(
+            _find(r["histogram"], "shared", i)["ms"]
+            < _find(r["histogram"], "global_atomic", i)["ms"]
+            for i in INPUTS
+        ),
+        "This GPU's L2 cache resolves global atomics unusually fast.",
+    ),
+)
+
+REDUCTION_TABLE = Table(
+    "Sums of float32 values against the bandwidth bound (GPU time)",
+    (
+        Row("values", lambda r: _find(r["reduction"], "cupy.sum")["n"], "", 0),
+        *(
+            Row(name, lambda r, m=name: _find(r["reduction"], m)["ms"], "ms", 3)
+            for name in REDUCTIONS
+        ),
+        *(
+            Row(
+                f"{name}, share of copy bandwidth",
+                lambda r, m=name: 100 * _find(r["reduction"], m)["fraction_of_copy_bandwidth"],
+                "%",
+                0,
+            )
+            for name in REDUCTIONS
+        ),
+    ),
+    Expect(
+        "the library's sum is at least as fast as the hand-written kernels",
+        lambda r: (
+            _find(r["reduction"], "cupy.sum")["ms"]
+            <= 1.1 * min(_find(r["reduction"], m)["ms"] for m in REDUCTIONS[:2])
+        ),
+        "The course's kernels suit this GPU's number of multiprocessors particularly well.",
+    ),
+)
