@@ -205,7 +205,10 @@ def bench(
         f"grading-bench-{'-'.join(assignments)}-{students}students-{workers}w-"
         f"{result['hardware']['cores']}cores.json"
     )
-    path.write_text(json.dumps(result, indent=1) + "\n")
+    from demos import provenance  # which grading code and versions this time belongs to
+
+    stamped = provenance.stamp(result, ["grader", "demos/grading"])
+    path.write_text(json.dumps(stamped, indent=1) + "\n")
     return path
 
 

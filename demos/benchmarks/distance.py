@@ -34,6 +34,16 @@ from demos.distance import BACKENDS
 DEFAULT_BACKENDS = tuple(
     b for b in BACKENDS if b != "chunked" and not b.endswith(("-rows", "-pairs", "-quads"))
 )
+# The code each part measures (demos.provenance hashes it into the result's record).
+SWEEP_SOURCES = ("demos/benchmarks/distance_sweep.py", "demos/distance")
+OPS_SOURCES = ("demos/benchmarks/distance_sweep.py", "demos/distance/generic.py")
+MEMORY_SOURCES = (
+    "demos/benchmarks/distance_memory.py",
+    "demos/distance/cupy_backend.py",
+    "demos/distance/cupy_lean.py",
+)
+CHUNKED_SOURCES = ("demos/benchmarks/distance_memory.py", "demos/distance/chunked.py")
+OVERHEAD_SOURCES = ("demos/benchmarks/distance_overhead.py", "demos/distance")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -97,6 +107,7 @@ def _sweep(args: argparse.Namespace, output: Path, written: list[Path]) -> dict[
             output / "distance.json",
             "distance",
             results,
+            sources=SWEEP_SOURCES,
             mode="sweep",
             sizes=args.sizes,
             backends=names,
@@ -117,6 +128,7 @@ def _ops(args: argparse.Namespace, output: Path, written: list[Path]) -> list[di
             output / "distance_ops.json",
             "distance",
             rows,
+            sources=OPS_SOURCES,
             mode="ops",
             sizes=args.sizes,
             repeats=args.repeats,
@@ -138,8 +150,10 @@ def _compat(sweep: Any, ops: Any, output: Path, written: list[Path]) -> None:
     target = compat_dir(output)
     if sweep is not None:
         table = compat_measurements(sweep["runs"])
-        written.append(record.write_json(target / "measurements.json", table))
-    written.append(record.write_json(target / "measurements_ops.json", compat_ops(ops)))
+        path = record.write_json(target / "measurements.json", table, sources=SWEEP_SOURCES)
+        written.append(path)
+    path = record.write_json(target / "measurements_ops.json", compat_ops(ops), sources=OPS_SOURCES)
+    written.append(path)
 
 
 def _memory(args: argparse.Namespace, output: Path, written: list[Path]) -> None:
@@ -152,7 +166,13 @@ def _memory(args: argparse.Namespace, output: Path, written: list[Path]) -> None
     path = output / "distance_memory.json"
     written.append(
         record.write_result(
-            path, "distance", result, mode="memory", n=args.memory, dtype=args.dtype
+            path,
+            "distance",
+            result,
+            sources=MEMORY_SOURCES,
+            mode="memory",
+            n=args.memory,
+            dtype=args.dtype,
         )
     )
 
@@ -165,7 +185,14 @@ def _chunked(args: argparse.Namespace, output: Path, written: list[Path]) -> Non
     )
     path = output / "distance_chunked.json"
     written.append(
-        record.write_result(path, "distance", result, mode="chunked", gigabytes=args.chunked)
+        record.write_result(
+            path,
+            "distance",
+            result,
+            sources=CHUNKED_SOURCES,
+            mode="chunked",
+            gigabytes=args.chunked,
+        )
     )
 
 
@@ -180,6 +207,12 @@ def _overhead(args: argparse.Namespace, output: Path, written: list[Path]) -> No
     path = output / "distance_overhead.json"
     written.append(
         record.write_result(
-            path, "distance", result, mode="overhead", sizes=args.overhead_sizes, dtypes=dtypes
+            path,
+            "distance",
+            result,
+            sources=OVERHEAD_SOURCES,
+            mode="overhead",
+            sizes=args.overhead_sizes,
+            dtypes=dtypes,
         )
     )

@@ -211,6 +211,7 @@ def main(args: argparse.Namespace) -> int:
         Path(args.output) / "distance_kernels.json",
         "distance",
         results,
+        sources=["demos/benchmarks/kernels.py", "demos/distance"],
         mode="kernels",
         problems=problems,
         sweep=args.sweep,

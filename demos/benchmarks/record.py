@@ -4,9 +4,10 @@ Two clocks, one helper each: :func:`wall_times` (host wall clock, for CPU code
 and for what a user of a GPU function waits for) and :func:`gpu_times` (CUDA
 events through ``cupyx.profiler.benchmark``, for work on the GPU alone).
 
-A timing means nothing without the machine it was taken on, so every result
-file records the hardware and package versions next to the numbers. Reference
-results measured on the course's GPU machines ship in ``demos/results/``;
+A timing means nothing without the machine it was taken on and the code it
+measured, so every result file records the hardware and package versions next
+to the numbers, and its provenance (:mod:`demos.provenance`: the sources it
+measured, their hash, the commit). Reference results ship in ``demos/results/``;
 a student's own runs go to ``bench-results/`` (git-ignored) unless told otherwise.
 """
 
@@ -18,11 +19,11 @@ import json
 import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from demos import hardware
+from demos import hardware, provenance
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 REFERENCE_DIR = PACKAGE_DIR / "results"
@@ -96,29 +97,46 @@ def summarize(seconds: list[float]) -> dict[str, float]:
     }
 
 
-def write_result(path: str | os.PathLike, benchmark: str, results: Any, **parameters: Any) -> Path:
-    """Write ``{"benchmark", "parameters", "environment", "results"}`` as JSON to *path*."""
+def write_result(
+    path: str | os.PathLike,
+    benchmark: str,
+    results: Any,
+    *,
+    sources: Sequence[str],
+    **parameters: Any,
+) -> Path:
+    """Write ``{"benchmark", "parameters", "environment", "results", "provenance"}`` to *path*.
+
+    *sources*: the files and folders (relative to the checkout) whose code was measured.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "benchmark": benchmark,
-        "parameters": parameters,
-        "environment": environment_record(),
-        "results": results,
-    }
+    payload = provenance.stamp(
+        {
+            "benchmark": benchmark,
+            "parameters": parameters,
+            "environment": environment_record(),
+            "results": results,
+        },
+        sources,
+    )
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     tmp.replace(path)  # never leave a half-written file behind
     return path
 
 
-def write_json(path: str | os.PathLike, data: Any) -> Path:
-    """Write plain JSON (the compatibility files of the original course use this)."""
+def write_json(path: str | os.PathLike, data: Any, *, sources: Sequence[str], **facts: Any) -> Path:
+    """Write plain JSON: the original course's files, whose format has no room for provenance.
+
+    Their provenance (*sources* measured, plus *facts*) goes to a sidecar next to them.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     tmp.replace(path)
+    provenance.write_sidecar(path, sources, **facts)
     return path
 
 
@@ -173,13 +191,19 @@ def add_gpu_bench_arguments(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def run_gpu_bench(
-    args: argparse.Namespace, name: str, title: str, run: Callable[[bool], dict[str, Any]]
+    args: argparse.Namespace,
+    name: str,
+    title: str,
+    run: Callable[[bool], dict[str, Any]],
+    sources: Sequence[str],
 ) -> int:
-    """Run a GPU-only benchmark and write ``<output>/<name>.json``; without a GPU, say why."""
+    """Run a GPU-only benchmark of *sources*, write ``<output>/<name>.json``; no GPU: say why."""
     if not hardware.cupy_available():
         print(f"{title} needs a GPU with CuPy: {hardware.cupy_status()[1]}")
         return 1
     results = run(args.quick)
-    path = write_result(Path(args.output) / f"{name}.json", name, results, quick=args.quick)
+    path = write_result(
+        Path(args.output) / f"{name}.json", name, results, sources=sources, quick=args.quick
+    )
     print(f"wrote {path}")
     return 0

@@ -370,6 +370,7 @@ def main(args: argparse.Namespace) -> int:
             path,
             "cnn",
             results,
+            sources=["demos/cnn"],
             devices=devices,
             batch_sizes=batch_sizes,
             precisions=precisions,
@@ -380,7 +381,12 @@ def main(args: argparse.Namespace) -> int:
             device_names=device_names(),
             data="synthetic CIFAR-sized images",
         )
-        write_json(output / MEASUREMENTS_NAME, summarize(results, label))
+        write_json(
+            output / MEASUREMENTS_NAME,
+            summarize(results, label),
+            sources=["demos/cnn"],
+            keras_backends=sorted({r["backend"] for r in results if "backend" in r}),
+        )
     print(f"wrote {path} and {output / MEASUREMENTS_NAME}")
     if not args.no_plot:
         from demos.benchmarks.record import read_result

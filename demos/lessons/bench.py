@@ -82,6 +82,7 @@ def main(args: argparse.Namespace) -> int:
         Path(args.output) / "lessons.json",
         "lessons",
         results,
+        sources=["demos/lessons"],
         lessons=list(chosen),
         numpy_n=numpy_n,
         repeats=args.repeats,

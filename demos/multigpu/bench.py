@@ -248,14 +248,26 @@ def main(args: argparse.Namespace) -> int:
                 numba_time = results.get("lorenz", {}).get("times_s", {}).get("1")
                 results[name] = bench_baselines(args.lorenz_n, args.lorenz_steps, numba_time)
             write_result(
-                path, "multigpu", results, scenarios=scenarios, gpu_counts=counts
+                path,
+                "multigpu",
+                results,
+                sources=["demos/multigpu"],
+                scenarios=scenarios,
+                gpu_counts=counts,
             )  # keep partial results
             print(
                 f"  {name} done in {time.perf_counter() - start:.1f} s: "
                 f"{ {k: v for k, v in results[name].items() if k in ('speedup', 'times_s')} }",
                 flush=True,
             )
-    path = write_result(path, "multigpu", results, scenarios=scenarios, gpu_counts=counts)
+    path = write_result(
+        path,
+        "multigpu",
+        results,
+        sources=["demos/multigpu"],
+        scenarios=scenarios,
+        gpu_counts=counts,
+    )
     print(f"wrote {path}")
     if not args.no_plot:
         from demos.benchmarks.record import read_result

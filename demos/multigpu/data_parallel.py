@@ -3,8 +3,8 @@
 The gradients of the replicas are averaged (all-reduce) before each update, so
 training is mathematically the same as on one device with the full batch. With
 TensorFlow we use ``tf.distribute.MirroredStrategy`` (one replica per GPU; on a
-CPU-only machine it has one replica); where TensorFlow is absent (the course's
-GPU machines run Keras 3 on JAX) we use ``keras.distribution.DataParallel``.
+CPU-only machine it has one replica); where TensorFlow is absent (Keras 3 on JAX, as in the
+reference results) we use ``keras.distribution.DataParallel``.
 This is one process driving all GPUs; for many GPUs, one process per GPU
 (MultiWorkerMirroredStrategy, or PyTorch DDP) avoids the single-process bottleneck.
 """

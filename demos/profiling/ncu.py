@@ -108,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         args.output,
         "ncu_distance_kernels",
         rows,
+        sources=["demos/profiling/ncu.py", "demos/distance"],
         n=4096,
         dtype="float64",
         units=units,

@@ -1,7 +1,7 @@
 """A timeline of GPU work from CUDA events, and what to read off it (idle gaps, overlap).
 
-Nsight Systems draws such timelines from a capture; on the course's GPU
-machines it cannot record one (the profiler there cannot turn its capture into
+Nsight Systems draws such timelines from a capture, but not everywhere (on the
+H200 node the reference results come from, it could not turn its capture into
 a report), so the course records its own: a CUDA event before and after each
 named step, on the stream the step runs on. Events are timestamps taken *by
 the GPU* when it reaches them in its queue, so the intervals show when the GPU
