@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,7 +29,7 @@ RESULTS = ROOT / "demos" / "results"
 # speed-up)
 QUANTITY = re.compile(
     r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?(ms|µs|us|ns|GB/s|TB/s|GB|GiB|MB|MiB|KiB|TB|%|×(?!\s*\d)|x\b|-core"
-    r"|\ss\b|\stimes\b)(?![\w/])"
+    r"|images/s|TFLOPS|\ss\b|\stimes\b)(?![\w/])"
 )
 
 
@@ -45,6 +46,68 @@ def distance_run(backend: str, n: int, kind: str) -> float:
 
 def _close(value: float, quoted: float, rel: float = 0.02) -> bool:
     return abs(value - quoted) <= rel * abs(quoted)
+
+
+def _rounds_to(value: float, quoted: str) -> bool:
+    """True when *value*, rounded to as many decimals as the quoted number shows, is that number."""
+    number = QUANTITY.match(quoted)
+    assert number, f"{quoted!r} is not a quantity"
+    text = number.group(1).replace(",", "")
+    decimals = len(text.partition(".")[2])
+    return round(value, decimals) == float(text)
+
+
+def spec(gpu: str = "NVIDIA H200") -> dict[str, Any]:
+    """Published figures (demos/results/gpu_specs.json, with their source)."""
+    return result("gpu_specs.json")["gpus"][gpu]
+
+
+def copy_tb_per_s() -> float:
+    """The reference H200's device-to-device copy, bytes moved per second (patterns_h200.json)."""
+    return result("patterns_h200.json")["results"]["copy_bandwidth"]["bytes_moved_per_s"] / 1e12
+
+
+def chunked() -> dict[str, Any]:
+    return result("distance_chunked.json")["results"]
+
+
+def ncu_row(kernel: str) -> dict[str, Any]:
+    return next(r for r in result("ncu_kernels_h200.json")["results"] if r["kernel"] == kernel)
+
+
+def profiling(part: str) -> dict[str, Any]:
+    return result("profiling_h200.json")["results"][part]
+
+
+def overlap_per_block() -> tuple[float, float, int]:
+    """(compute ms, copy ms, blocks) per block of the one-stream overlap run."""
+    run = profiling("overlap")
+    blocks = -(-run["n"] // run["block_rows"])
+    one = run["1_streams"]
+    return one["compute_ms"] / blocks, one["copy_ms"] / blocks, blocks
+
+
+def reduction(name: str) -> dict[str, Any]:
+    return next(
+        r for r in result("patterns_h200.json")["results"]["reduction"] if r["name"] == name
+    )
+
+
+def chapter6_sum_tb_per_s() -> float:
+    n = 750_000_000
+    seconds = result("multigpu_h200.json")["results"]["reduce"]["times_s"][str(n)]["1"]
+    return 4 * n / seconds / 1e12
+
+
+def write_tb_per_s(backend: str, n: int = 16384) -> float:
+    return 8 * n * n / distance_run(backend, n, "device") / 1e12
+
+
+def cnn(name: str, batch: int, precision: str) -> float:
+    for run in result(name)["results"]:
+        if run["device"] == "gpu" and run["batch_size"] == batch and run["precision"] == precision:
+            return run["images_per_second"]
+    raise KeyError(f"{name} has no GPU run at batch {batch}, {precision}")
 
 
 # (chapter, quoted text) -> (where it comes from, check returning True when the data agrees)
@@ -81,6 +144,366 @@ QUOTED: dict[tuple[str, str], tuple[str, Callable[[], bool]]] = {
         lambda: 4 in result("multigpu_h200.json")["parameters"]["gpu_counts"],
     ),
 }
+
+
+def _figures(chapter: str, source: str, value: Callable[[], float], *quoted: str) -> None:
+    """List quantities whose number is *value()* rounded as the prose shows it."""
+    for text in quoted:
+        QUOTED[(chapter, text)] = (source, lambda text=text: _rounds_to(value(), text))
+
+
+# published peaks beside measured rates (chapters 1, 4, 4b, 5)
+for _chapter in ("01", "04", "04b"):
+    _figures(
+        _chapter,
+        "H200 memory bandwidth, NVIDIA's figure (gpu_specs.json)",
+        lambda: spec()["memory_bandwidth_tb_per_s"],
+        "4.8 TB/s",
+    )
+for _chapter in ("01", "04b"):
+    _figures(
+        _chapter,
+        "device copy, bytes moved per second (patterns_h200.json copy_bandwidth)",
+        copy_tb_per_s,
+        "4.03 TB/s",
+    )
+_figures(
+    "01",
+    "PCIe Gen5 x16, both directions, NVIDIA's figure (gpu_specs.json)",
+    lambda: spec()["pcie_gen5_x16_gb_per_s_both_directions"],
+    "128 GB/s",
+)
+_figures(
+    "01",
+    "PCIe Gen5 x16, one direction: half of NVIDIA's figure (gpu_specs.json)",
+    lambda: spec()["pcie_gen5_x16_gb_per_s_both_directions"] / 2,
+    "64 GB/s",
+)
+for _chapter in ("01", "04"):
+    _figures(
+        _chapter,
+        "pinned device-to-host copy (distance_chunked.json bandwidth)",
+        lambda: chunked()["bandwidth"]["d2h_pinned_gb_per_s"],
+        "55 GB/s",
+    )
+QUOTED[("01", "70 times")] = (
+    "device copy rate over the pinned copy to the host: 'more than 70 times' "
+    "(patterns_h200.json, distance_chunked.json)",
+    lambda: 70 < copy_tb_per_s() * 1e3 / chunked()["bandwidth"]["d2h_pinned_gb_per_s"] < 80,
+)
+# chapter 3: the all-cores CPU curve at small n
+_figures(
+    "03",
+    "numba-cpu-parallel at n = 64, host to host median (distance.json)",
+    lambda: distance_run("numba-cpu-parallel", 64, "host_to_host") * 1e3,
+    "5.99 ms",
+)
+_figures(
+    "03",
+    "numba-cpu-parallel at n = 4096, host to host median (distance.json)",
+    lambda: distance_run("numba-cpu-parallel", 4096, "host_to_host") * 1e3,
+    "4.77 ms",
+)
+_figures(
+    "03",
+    "numba-cpu (one core) at n = 64, host to host median (distance.json)",
+    lambda: distance_run("numba-cpu", 64, "host_to_host") * 1e6,
+    "5.9 µs",
+)
+_figures(
+    "03",
+    "numba-cpu-parallel at n = 1024: median of five repeats (distance.json)",
+    lambda: distance_run("numba-cpu-parallel", 1024, "host_to_host") * 1e3,
+    "8.0 ms",
+)
+_figures(
+    "03",
+    "numba-cpu-parallel at n = 1024: fastest of five repeats (distance.json)",
+    lambda: (
+        next(
+            r["host_to_host"]["min_s"]
+            for r in result("distance.json")["results"]["runs"]
+            if r["backend"] == "numba-cpu-parallel" and r["n"] == 1024
+        )
+        * 1e3
+    ),
+    "3.9 ms",
+)
+# chapter 4: coalescing, the write bound, fresh host memory
+_figures(
+    "04",
+    "coalescing lesson, 32 x 8 blocks: rows on x / columns on x (lessons.json)",
+    lambda: result("lessons.json")["results"]["coalescing"]["32x8"]["ratio"],
+    "1.82 ×",
+)
+_figures(
+    "04",
+    "sectors per warp store, rows on x / columns on x (lessons.json)",
+    lambda: (lambda s: s["rows_on_x"] / s["columns_on_x"])(
+        result("lessons.json")["results"]["coalescing"]["sectors_per_warp_store"]
+    ),
+    "4 ×",
+)
+for _chapter in ("04", "04a"):
+    _figures(
+        _chapter,
+        "DRAM MB written by the naive launch (ncu_kernels_h200.json)",
+        lambda: ncu_row("naive")["DRAM bytes written"],
+        "110 MB",
+    )
+    _figures(
+        _chapter,
+        "DRAM MB written by the coalesced launch (ncu_kernels_h200.json)",
+        lambda: ncu_row("coalesced")["DRAM bytes written"],
+        "104 MB",
+    )
+_figures(
+    "04",
+    "chunked run's matrix (distance_chunked.json matrix_bytes)",
+    lambda: chunked()["matrix_bytes"] / 1e9,
+    "24 GB",
+)
+_figures(
+    "04",
+    "chunked run into a fresh host array (distance_chunked.json gb_per_s)",
+    lambda: chunked()["gb_per_s"],
+    "3.8 GB/s",
+)
+_figures(
+    "04",
+    "chunked run into a reused host array (distance_chunked.json gb_per_s_reused_out)",
+    lambda: chunked()["gb_per_s_reused_out"],
+    "35 GB/s",
+)
+_figures(
+    "04",
+    "H200 SXM float64 arithmetic, NVIDIA's figure (gpu_specs.json)",
+    lambda: spec()["tflops"]["H200 SXM"]["fp64"],
+    "34 TFLOPS",
+)
+_figures(
+    "04",
+    "best kernel's write rate at n = 16384 (distance.json device time)",
+    lambda: write_tb_per_s("numba-cuda-best"),
+    "3.26 TB/s",
+)
+_figures(
+    "04",
+    "coalesced kernel's write rate at n = 16384 (distance.json device time)",
+    lambda: write_tb_per_s("numba-cuda-coalesced"),
+    "1.07 TB/s",
+)
+_figures(
+    "04",
+    "best kernel's write rate as a share of the published peak",
+    lambda: 100 * write_tb_per_s("numba-cuda-best") / spec()["memory_bandwidth_tb_per_s"],
+    "68 %",
+)
+# chapter 4a: timing, syncs, Nsight Compute, overlap
+_figures(
+    "04a",
+    "wall clock without a sync (profiling_h200.json timing)",
+    lambda: profiling("timing")["wall_no_sync_ms"],
+    "0.81 ms",
+)
+_figures(
+    "04a",
+    "CUDA events (profiling_h200.json timing)",
+    lambda: profiling("timing")["cuda_events_ms"],
+    "1.34 ms",
+)
+_figures(
+    "04a",
+    "sync every step / sync once (profiling_h200.json syncs)",
+    lambda: profiling("syncs")["sync_every_step_ms"] / profiling("syncs")["sync_once_ms"],
+    "1.17 ×",
+)
+_figures(
+    "04a",
+    "time per step without waits (profiling_h200.json syncs)",
+    lambda: profiling("syncs")["sync_once_ms"] / profiling("syncs")["steps"] * 1e3,
+    "61 µs",
+)
+_figures(
+    "04a",
+    "extra time per step with a wait (profiling_h200.json syncs)",
+    lambda: (
+        (profiling("syncs")["sync_every_step_ms"] - profiling("syncs")["sync_once_ms"])
+        / profiling("syncs")["steps"]
+        * 1e3
+    ),
+    "10 µs",
+)
+_figures(
+    "04a",
+    "the n x n float64 matrix the ncu run writes (ncu_kernels_h200.json n)",
+    lambda: 8 * result("ncu_kernels_h200.json")["parameters"]["n"] ** 2 / 1e6,
+    "134 MB",
+)
+_figures(
+    "04a",
+    "theoretical occupancy of the naive launch (ncu_kernels_h200.json)",
+    lambda: ncu_row("naive")["theoretical occupancy"],
+    "50 %",
+)
+_figures(
+    "04a",
+    "achieved occupancy of the naive launch (ncu_kernels_h200.json)",
+    lambda: ncu_row("naive")["achieved occupancy"],
+    "5.8 %",
+)
+_figures(
+    "04a",
+    "DRAM throughput of the naive launch (ncu_kernels_h200.json)",
+    lambda: ncu_row("naive")["memory throughput"],
+    "0.23 %",
+)
+_figures(
+    "04a",
+    "DRAM throughput of the coalesced launch (ncu_kernels_h200.json)",
+    lambda: ncu_row("coalesced")["memory throughput"],
+    "19.9 %",
+)
+_figures(
+    "04a",
+    "naive / coalesced duration under ncu (ncu_kernels_h200.json)",
+    lambda: ncu_row("naive")["duration"] / ncu_row("coalesced")["duration"],
+    "92 times",
+)
+_figures(
+    "04a",
+    "compute per block, one stream (profiling_h200.json overlap)",
+    lambda: overlap_per_block()[0],
+    "1.3 ms",
+)
+_figures(
+    "04a",
+    "copy per block, one stream (profiling_h200.json overlap)",
+    lambda: overlap_per_block()[1],
+    "4.9 ms",
+)
+_figures(
+    "04a",
+    "two-stream model of the model answer: c + t + (blocks - 1) max(c, t)",
+    lambda: (lambda c, t, k: c + t + (k - 1) * max(c, t))(*overlap_per_block()),
+    "80 ms",
+)
+_figures(
+    "04a",
+    "two streams, wall time (profiling_h200.json overlap)",
+    lambda: profiling("overlap")["2_streams"]["wall_ms"],
+    "503 ms",
+)
+_figures(
+    "04a",
+    "two streams, GPU idle time (profiling_h200.json overlap summary)",
+    lambda: profiling("overlap")["2_streams"]["summary"]["idle_ms"],
+    "352 ms",
+)
+_figures(
+    "04a",
+    "one block of float32 rows (profiling_h200.json overlap n, block_rows)",
+    lambda: profiling("overlap")["block_rows"] * profiling("overlap")["n"] * 4 / 1e6,
+    "268 MB",
+)
+# chapter 4b: the reduction against copy and peak
+_figures("04b", "750 M float32 summed in chapter 6", lambda: 750_000_000 * 4 / 1e9, "3 GB")
+_figures(
+    "04b",
+    "chapter 6's sum on one GPU, bytes read per second (multigpu_h200.json)",
+    chapter6_sum_tb_per_s,
+    "4.33 TB/s",
+)
+_figures(
+    "04b",
+    "cupy.sum, bytes read per second (patterns_h200.json)",
+    lambda: reduction("cupy.sum")["read_bytes_per_s"] / 1e12,
+    "4.18 TB/s",
+)
+_figures(
+    "04b",
+    "tree kernel, share of the copy's rate (patterns_h200.json)",
+    lambda: 100 * reduction("tree (shared memory)")["fraction_of_copy_bandwidth"],
+    "65 %",
+)
+_figures(
+    "04b",
+    "warp-shuffle kernel, share of the copy's rate (patterns_h200.json)",
+    lambda: 100 * reduction("warp shuffles")["fraction_of_copy_bandwidth"],
+    "66 %",
+)
+# chapter 5: batch size, input pipeline, precision
+_figures(
+    "05",
+    "batch 32, mixed bfloat16 (cnn_h200_jax.json)",
+    lambda: cnn("cnn_h200_jax.json", 32, "mixed_bfloat16"),
+    "44,657 images/s",
+)
+_figures(
+    "05",
+    "batch 32, float32 (cnn_h200_jax.json)",
+    lambda: cnn("cnn_h200_jax.json", 32, "float32"),
+    "43,678 images/s",
+)
+_figures(
+    "05",
+    "batch 16384, mixed bfloat16 (cnn_h200_jax.json)",
+    lambda: cnn("cnn_h200_jax.json", 16384, "mixed_bfloat16"),
+    "1,469,781 images/s",
+)
+_figures(
+    "05",
+    "batch 16384 over batch 32, both mixed bfloat16 (cnn_h200_jax.json)",
+    lambda: (
+        cnn("cnn_h200_jax.json", 16384, "mixed_bfloat16")
+        / cnn("cnn_h200_jax.json", 32, "mixed_bfloat16")
+    ),
+    "33 ×",
+)
+_figures(
+    "05",
+    "batch 8192, mixed bfloat16, data on the GPU (cnn_h200_jax.json)",
+    lambda: cnn("cnn_h200_jax.json", 8192, "mixed_bfloat16"),
+    "1,419,812 images/s",
+)
+_figures(
+    "05",
+    "batch 8192, mixed bfloat16, arrays from the host (cnn_h200_jax_host_arrays.json)",
+    lambda: cnn("cnn_h200_jax_host_arrays.json", 8192, "mixed_bfloat16"),
+    "65,107 images/s",
+)
+for _kind, _text in (
+    ("bf16_tensor_sparse", "1,979 TFLOPS"),
+    ("tf32_tensor_sparse", "989 TFLOPS"),
+    ("fp32", "67 TFLOPS"),
+):
+    _figures(
+        "05",
+        f"H200 SXM {_kind}, NVIDIA's figure (gpu_specs.json)",
+        lambda k=_kind: spec()["tflops"]["H200 SXM"][k],
+        _text,
+    )
+# chapter 6: what the mat-vec timing leaves out
+_figures(
+    "06",
+    "A of the mat-vec, float32 (multigpu_h200.json matvec n, m)",
+    lambda: (lambda mv: mv["n"] * mv["m"] * 4 / 1e9)(
+        result("multigpu_h200.json")["results"]["matvec"]
+    ),
+    "12 GB",
+)
+_figures(
+    "06",
+    "mat-vec on one GPU (multigpu_h200.json matvec)",
+    lambda: result("multigpu_h200.json")["results"]["matvec"]["times_s"]["1"] * 1e3,
+    "2.9 ms",
+)
+_figures(
+    "06",
+    "pinned host-to-device copy (distance_chunked.json bandwidth)",
+    lambda: chunked()["bandwidth"]["h2d_pinned_gb_per_s"],
+    "55 GB/s",
+)
 
 
 def quoted_in_prose() -> list[tuple[str, str]]:
@@ -184,3 +607,95 @@ def test_ch03_pinned_copies_fastest_fresh_pageable_slowest() -> None:
         < copies["touched_pageable"]["median_ms"]
         < copies["fresh_pageable"]["median_ms"]
     )
+
+
+def test_ch01_published_h200_memory_is_more_than_the_driver_reports() -> None:
+    driver = result("distance.json")["environment"]["gpus"][0]["total_memory_bytes"]
+    assert driver / 2**30 < spec()["memory_gb"]  # chapter 1 prints the driver's 139.8 GiB
+    assert "source" in spec() and spec()["source"].startswith("NVIDIA")
+
+
+def test_ch03_the_expansion_cancels_and_direct_subtraction_does_not() -> None:
+    from demos.distance.generic import distance_matrix
+
+    for run in result("distance.json")["results"]["runs"]:
+        if "max_abs_error" not in run:
+            continue
+        if run["backend"] in ("numpy", "cupy"):  # the expanded square
+            assert 0 < run["max_abs_error"] < 2e-15, run
+        if run["backend"] == "numba-cpu":  # subtracting coordinates directly
+            assert run["max_abs_error"] == 0, run
+    x = np.random.default_rng(0).random((1000, 3)).astype(np.float32)
+    d = distance_matrix(x, x)
+    assert d.dtype == np.float32
+    assert np.any(np.diag(d) != 0) and d.min() < 0  # "non-zero diagonals and negative entries"
+
+
+def test_ch03_parallel_cpu_at_small_n_is_overhead_not_work() -> None:
+    assert (
+        result("distance.json")["environment"]["cpu_count"] == 16
+    )  # "16 on the reference machine"
+    parallel_64 = distance_run("numba-cpu-parallel", 64, "host_to_host")
+    assert parallel_64 > distance_run("numba-cpu-parallel", 4096, "host_to_host")
+    assert parallel_64 > 100 * distance_run("numba-cpu", 64, "host_to_host")
+
+
+def _warp_sectors(block: tuple[int, int], rows_on_x: bool, n: int = 4096) -> int:
+    """Sectors one warp of a (bx, by) block stores into an n x n float64 matrix."""
+    from demos.lessons.coalescing import sectors_touched
+
+    bx, _ = block
+    lanes = [(t % bx, t // bx) for t in range(32)]  # (threadIdx.x, threadIdx.y) of warp 0
+    cells = [(x, y) if rows_on_x else (y, x) for x, y in lanes]  # (row, column)
+    return sectors_touched([(row * n + column) * 8 for row, column in cells])
+
+
+def test_ch04_warp_sectors_as_the_prose_counts_them() -> None:
+    assert _warp_sectors((32, 8), rows_on_x=True) == 32
+    assert _warp_sectors((32, 8), rows_on_x=False) == 8
+    # 8 x 8 blocks: 8 rows of 4 columns against 4 rows of 8 columns, 8 full sectors either way
+    assert _warp_sectors((8, 8), rows_on_x=True) == _warp_sectors((8, 8), rows_on_x=False) == 8
+
+
+def test_ch04_the_distance_kernel_has_fewer_operations_per_byte_than_the_gpu_offers() -> None:
+    offered = spec()["tflops"]["H200 SXM"]["fp64"] / spec()["memory_bandwidth_tb_per_s"]
+    assert 6.5 < offered < 7.5  # "about seven operations in the time one byte moves"
+    needed = 8 / 8  # eight operations per 8-byte entry written, for d = 3
+    assert needed < offered
+
+
+def test_ch04a_ncu_dram_column_is_in_mb_and_both_kernels_write_alike() -> None:
+    ncu = result("ncu_kernels_h200.json")
+    assert ncu["parameters"]["units"]["DRAM bytes written"] == "MB"
+    naive, coalesced = ncu_row("naive"), ncu_row("coalesced")
+    matrix_mb = 8 * ncu["parameters"]["n"] ** 2 / 1e6
+    for row in (naive, coalesced):
+        assert 0.5 * matrix_mb < row["DRAM bytes written"] < matrix_mb
+    assert abs(naive["DRAM bytes written"] / coalesced["DRAM bytes written"] - 1) < 0.1
+    assert naive["threads per block"] == 1 and coalesced["threads per block"] == 256
+
+
+def test_ch04a_a_host_stage_sets_the_pace_of_the_overlap_run() -> None:
+    compute, copy, blocks = overlap_per_block()
+    two = profiling("overlap")["2_streams"]
+    host_per_block = (two["wall_ms"] - two["summary"]["busy_ms"]) / blocks
+    assert host_per_block > 3 * (compute + copy)  # "several times longer"
+    assert two["summary"]["idle_ms"] > 0.7 * two["summary"]["span_ms"]
+
+
+def test_ch04b_chapter6_kernel_has_the_same_threads_but_wider_loads() -> None:
+    from demos.multigpu import reduce
+    from demos.patterns import kernels
+
+    assert reduce.BLOCK == kernels.BLOCK == 256 and reduce.BLOCKS_PER_SM == 8
+    patterns = result("patterns_h200.json")
+    sms = patterns["environment"]["gpus"][0]["multiprocessors"]
+    assert patterns["results"]["max_blocks"] == 8 * sms
+    assert all(r["blocks"] == 8 * sms for r in patterns["results"]["reduction"] if "blocks" in r)
+    assert "float4" in reduce._KERNELS
+    assert copy_tb_per_s() < chapter6_sum_tb_per_s() < spec()["memory_bandwidth_tb_per_s"]
+
+
+def test_ch05_bfloat16_barely_helps_at_batch_32() -> None:
+    ratio = cnn("cnn_h200_jax.json", 32, "mixed_bfloat16") / cnn("cnn_h200_jax.json", 32, "float32")
+    assert 0.95 < ratio < 1.1  # "it gained almost nothing"

@@ -22,11 +22,13 @@ METRICS: dict[str, tuple[str, str]] = {
     "dram__throughput.avg.pct_of_peak_sustained_elapsed": ("memory throughput", "% of peak"),
     "sm__warps_active.avg.pct_of_peak_sustained_active": ("achieved occupancy", "%"),
     "sm__maximum_warps_per_active_cycle_pct": ("theoretical occupancy", "%"),
-    "dram__bytes_write.sum": ("DRAM bytes written", "bytes"),
+    "dram__bytes_write.sum": ("DRAM bytes written", "MB"),  # ncu reports it in Mbyte
     "launch__grid_size": ("blocks", ""),
     "launch__block_size": ("threads per block", ""),
 }
 KERNELS = ("naive", "coalesced")
+#: ncu's byte units -> factor to MB (10^6 bytes)
+_TO_MB = {"byte": 1e-6, "Kbyte": 1e-3, "Mbyte": 1.0, "Gbyte": 1e3}
 
 
 def launch_kernels(n: int = 4096) -> None:
@@ -81,6 +83,8 @@ def parse_csv(text: str) -> list[dict[str, Any]]:
                     value /= 1e3
                 if value is not None and column == "duration" and ncu_unit in ("msecond", "ms"):
                     value *= 1e3
+                if value is not None and unit == "MB" and ncu_unit in _TO_MB:
+                    value *= _TO_MB[ncu_unit]
                 entry[column] = value
         table.append(entry)
     return table
