@@ -126,7 +126,6 @@ def test_shipped_measurements_are_derived_from_the_shipped_results():
     assert compat_dir(REFERENCE_DIR) == PACKAGE_DIR
 
 
-@pytest.mark.simulator
 @helpers.on_cuda
 def test_kernel_sweep_runs_every_kernel_and_tuning(tmp_path):
     args = ["bench", "kernels", "--float32-n", "12", "--float64-n", "8", "--repeats", "1"]

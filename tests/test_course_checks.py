@@ -72,7 +72,6 @@ def test_every_student_cell_is_followed_by_its_check_and_every_check_is_used() -
     assert sorted(c[1] for c in CELLS) == sorted(CHECKS), "every check belongs to one cell"
 
 
-@pytest.mark.simulator
 @pytest.mark.parametrize("chapter, name, stub, follow", CELLS, ids=[c[1] for c in CELLS])
 def test_check_fails_the_stub_and_passes_the_model_answer(
     chapter, name, stub, follow, capsys
@@ -140,7 +139,6 @@ def tiled_distance_kernel(x, y, out):
 }
 
 
-@pytest.mark.simulator
 @pytest.mark.parametrize("name", sorted(MISTAKES))
 def test_typical_mistakes_get_specific_feedback(name: str, capsys) -> None:
     source, words = MISTAKES[name]

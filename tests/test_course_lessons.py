@@ -23,7 +23,6 @@ def test_a_float64_warp_store_spans_8_sectors_coalesced_and_32_strided() -> None
     assert coalescing.sectors_touched([0, 8, 16, 24, 32]) == 2
 
 
-@pytest.mark.simulator
 @pytest.mark.parametrize(
     "kernel, by_warp", [(divergence.split_by_lane, False), (divergence.split_by_warp, True)]
 )

@@ -11,7 +11,6 @@ import pytest
 from demos import simt
 
 
-@pytest.mark.simulator
 @pytest.mark.parametrize("n, threads_per_block", [(1, 32), (37, 8), (100, 32), (64, 64)])
 def test_kernel_matches_loop_and_numpy(
     rng: np.random.Generator, n: int, threads_per_block: int
@@ -25,7 +24,6 @@ def test_kernel_matches_loop_and_numpy(
     np.testing.assert_allclose(by_kernel, start + source)
 
 
-@pytest.mark.simulator
 def test_threads_past_the_end_write_nothing() -> None:
     # 10 elements, blocks of 4: the last block has 2 idle threads, which must not write.
     who = simt.thread_coordinates(10, 4)
@@ -34,7 +32,6 @@ def test_threads_past_the_end_write_nothing() -> None:
     np.testing.assert_array_equal(who["thread"], np.arange(10) % 4)
 
 
-@pytest.mark.simulator
 def test_divergent_kernel_takes_both_branches() -> None:
     values = np.arange(12, dtype=np.float64)
     out = np.zeros_like(values)
