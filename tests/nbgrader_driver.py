@@ -132,3 +132,61 @@ def assert_all_succeeded(results: list[dict]) -> None:
     assert not failed, "\n\n".join(
         f"{r['step']}:\n{r['error'][-2000:]}\n{r['log'][-2000:]}" for r in failed
     )
+
+
+def grade_earlier(root: Path, assignment: str, student: str) -> None:
+    """Gradebook rows of *student*, as an earlier grading and an instructor's review left them.
+
+    Every grade has an automatic and a manual score, every comment a manual
+    text, the notebook a flag: what a later grading run must not change.
+    """
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", "gpu-python") as gb:
+        gb.add_student(student, first_name="Zoë", last_name="Earlier")
+        submission = gb.add_submission(assignment, student)
+        for notebook in submission.notebooks:
+            notebook.flagged = True
+            notebook.late_submission_penalty = 0.5
+            for n, grade in enumerate(notebook.grades):
+                grade.auto_score, grade.manual_score = n % 2, 0.25 * n
+            for comment in notebook.comments:
+                comment.auto_comment = "auto"
+                comment.manual_comment = f"{student}: reviewed {comment.name}"
+        gb.db.commit()
+
+
+#: Gradebook tables whose rows belong to one student, and how a row finds its student.
+_STUDENT_ROWS = {
+    "student": "SELECT t.* FROM student t WHERE t.id",
+    "submitted_assignment": "SELECT t.* FROM submitted_assignment t WHERE t.student_id",
+    "submitted_notebook": "SELECT t.* FROM submitted_notebook t JOIN submitted_assignment a "
+    "ON t.assignment_id = a.id WHERE a.student_id",
+    **{
+        table: f"SELECT t.* FROM {table} t JOIN submitted_notebook n ON t.notebook_id = n.id "
+        "JOIN submitted_assignment a ON n.assignment_id = a.id WHERE a.student_id"
+        for table in ("grade", "comment")
+    },
+}
+
+
+def gradebook_rows(root: Path, leaving_out: list[str]) -> dict[str, list[tuple]]:
+    """Every row of the gradebook, table by table, but those of the students *leaving_out*.
+
+    The course's own rows (assignments, cells, hidden test sources) and every
+    other student's submission, grades, comments and scores: a grading run of
+    the students left out must leave all of them as they were. Read with
+    sqlite3, so reading changes nothing.
+    """
+    import sqlite3
+    from contextlib import closing
+
+    marks = ",".join("?" * len(leaving_out))
+    rows = {}
+    with closing(sqlite3.connect(f"file:{root / 'gradebook.db'}?mode=ro", uri=True)) as db:
+        tables = [t for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        for table in tables:
+            query = _STUDENT_ROWS.get(table)
+            query = f"{query} NOT IN ({marks})" if query else f"SELECT * FROM {table}"
+            rows[table] = sorted(db.execute(query, leaving_out if "?" in query else []), key=repr)
+    return rows

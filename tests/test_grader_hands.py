@@ -33,6 +33,8 @@ import nbformat
 import pytest
 from nbgrader_driver import (
     assert_all_succeeded,
+    grade_earlier,
+    gradebook_rows,
     make_course,
     run_grader,
     run_nbgrader,
@@ -137,6 +139,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
         pytest.skip("needs root and a sandbox with a user id of its own: the attacks are real")
     root = make_course(tmp_path_factory.mktemp("hands"))
     assert_all_succeeded(run_nbgrader(root, [["generate_assignment", ASSIGNMENT]]))
+    grade_earlier(root, ASSIGNMENT, "zoe")  # graded and reviewed before: rows to keep
     outside = Path(tempfile.mkdtemp(prefix="grader-hands-", dir="/var/tmp"))
     victim = outside / "root-owned.txt"
     victim.write_text("only root writes this\n")
@@ -167,9 +170,11 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     watched = [root / "nbgrader_config.py", root / "solutions", root / "exercises", victim]
     watched += [root / "submitted"]
     before = _hash_tree(*watched)
+    students = "alice,links-first,links-last,backup,shm,tmpfiles,bigfiles,exits,spread"
+    graded_here = [*students.split(","), "plain"]
+    rows_before = gradebook_rows(root, leaving_out=graded_here)
     work = Path(tempfile.mkdtemp(prefix="grader-hands-work-", dir="/var/tmp"))
     work.chmod(0o711)
-    students = "alice,links-first,links-last,backup,shm,tmpfiles,bigfiles,exits,spread"
     command = ["autograde", ASSIGNMENT, "multigpu", "--student", students, "--workers", "2"]
     command += ["--memory", "1G", "--disk", "1536M", "--work", str(work)]
     proc = run_grader(root, command)
@@ -182,11 +187,13 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     plain = run_nbgrader(root, [["autograde", ASSIGNMENT, "plain"]])
     feedback = run_nbgrader(root, [["generate_feedback", ASSIGNMENT]])
     after = _hash_tree(*watched)
+    rows_after = gradebook_rows(root, leaving_out=graded_here)
     yield {
         "root": root,
         "proc": proc,
         "summary": {o["student"]: o for o in summary},
         "changed": sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k)),
+        "rows": (rows_before, rows_after),
         "leftovers": leftovers,
         "plain": plain,
         "feedback": feedback,
@@ -214,6 +221,17 @@ def test_links_left_by_the_kernel_are_never_followed(graded) -> None:
             found = sorted(p.name for p in tree.rglob("*"))
             assert not [p for p in tree.rglob("*") if p.is_symlink()], found
             assert found == [f"{ASSIGNMENT}.{'html' if folder == 'feedback' else 'ipynb'}"], found
+
+
+def test_the_course_and_other_students_rows_of_the_gradebook_are_unchanged(graded) -> None:
+    """zoe's grades, comments and scores, and the course's cells and hidden tests."""
+    before, after = graded["rows"]
+    assert len(before["grade"]) > 0 and len(before["comment"]) > 0 and before["source_cell"]
+    changed = [table for table in before if before[table] != after.get(table)]
+    assert changed == [], {t: (before[t], after.get(t)) for t in changed}
+    # nothing of theirs in anyone's feedback
+    pages = sorted((graded["root"] / "feedback").rglob("*.html"))
+    assert pages and not [p for p in pages if "zoe: reviewed" in p.read_text()]
 
 
 def test_nothing_the_kernel_wrote_is_kept(graded) -> None:

@@ -22,7 +22,15 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbgrader_driver import REPO, assert_all_succeeded, make_course, run_nbgrader, scores
+from nbgrader_driver import (
+    REPO,
+    assert_all_succeeded,
+    grade_earlier,
+    gradebook_rows,
+    make_course,
+    run_nbgrader,
+    scores,
+)
 
 from grader import sandbox
 
@@ -77,6 +85,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
         pytest.skip("needs a sandbox with a user id of its own: the attacks are real")
     root = make_course(tmp_path_factory.mktemp("plain"))
     assert_all_succeeded(run_nbgrader(root, [["generate_assignment", ASSIGNMENT]]))
+    grade_earlier(root, ASSIGNMENT, "zoe")  # graded and reviewed before: rows to keep
     daemon = DAEMON.replace("COURSE", repr(str(root)))
     daemon = daemon.replace("DEMOS", repr(str(REPO / "demos")))
     attacker = _solution(root)
@@ -94,12 +103,14 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     _hand_in(root, "d-honest", _solution(root))
     watched = [root / "nbgrader_config.py", REPO / "demos" / "__init__.py"]
     before = {str(p): _digest(p) for p in watched}
-    steps = [["autograde", ASSIGNMENT, s] for s in ("a-daemon", "b-honest", "c-split", "d-honest")]
-    results = run_nbgrader(root, steps)
+    students = ["a-daemon", "b-honest", "c-split", "d-honest"]
+    rows_before = gradebook_rows(root, leaving_out=students)
+    results = run_nbgrader(root, [["autograde", ASSIGNMENT, s] for s in students])
     return {
         "root": root,
         "results": {r["step"][2]: r for r in results},
         "changed": [str(p) for p in watched if before[str(p)] != _digest(p)],
+        "rows": (rows_before, gradebook_rows(root, leaving_out=students)),
     }
 
 
@@ -121,6 +132,10 @@ def test_a_process_left_behind_cannot_touch_the_next_student(graded) -> None:
     nbformat.read(graded_nb, as_version=4)  # still a notebook, not zeros
     with sqlite3.connect(graded["root"] / "gradebook.db") as db:
         assert db.execute("pragma integrity_check").fetchone() == ("ok",)
+    # the course's rows and an earlier student's grades, comments and scores are as they were
+    before, after = graded["rows"]
+    assert before["grade"] and before["comment"]
+    assert [table for table in before if before[table] != after.get(table)] == []
 
 
 def test_a_split_cell_does_not_stop_the_students_after_it(graded) -> None:
