@@ -33,8 +33,8 @@ def tracked_files(*patterns: str) -> list[str]:
     proc = subprocess.run(
         ["git", "ls-files", "--", *patterns], cwd=ROOT, capture_output=True, text=True, check=False
     )
-    if proc.returncode != 0:
-        pytest.skip("not a git checkout")
+    if proc.returncode != 0 or not proc.stdout.strip():
+        pytest.skip("not a git checkout (or nothing committed)")
     return proc.stdout.split()
 
 

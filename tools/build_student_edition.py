@@ -73,9 +73,11 @@ EXCLUDED_NAMES = {
     "bench-results",
 }
 # Tests that need the instructor's material (solutions, nbgrader's course folder,
-# the edition builder) or a test cluster (Slurm, sshd): developers run them, students don't.
+# the edition builder, BENCHMARKS.md and grader/results/) or a test cluster (Slurm, sshd):
+# developers run them, students don't.
 INSTRUCTOR_TESTS = {
     "test_edition.py",
+    "test_results_provenance.py",
     "test_browser.py",
     "test_launch.py",
     "test_notebooks_format.py",
