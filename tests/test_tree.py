@@ -18,8 +18,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE_FOLDERS = ("demos", "grader", "tests", "tools", "bin", "course", "solutions", "exercises")
-# Caches that tools create in any folder: the only names .gitignore may hide there.
+# Caches that tools create in any folder, and files of student data or logs that nbgrader may
+# leave wherever it runs: the only names .gitignore may hide in a code folder.
 TOOL_CACHES = ("__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".ruff_cache")
+DATA_FILES_ANYWHERE = ("gradebook.db", "grades.csv", ".nbgrader.log")
 # Where nbgrader, python -m grader, the benchmarks and the browser test write their data.
 ROOT_DATA = (
     "submitted/s1/simt/simt.ipynb",
@@ -60,7 +62,7 @@ def files_and_new_file_probes(folder: str) -> list[str]:
     for here, dirs, files in os.walk(ROOT / folder):
         dirs[:] = [d for d in dirs if not is_tool_cache(d)]
         relative = Path(here).relative_to(ROOT)
-        paths += [(relative / name).as_posix() for name in files]
+        paths += [(relative / name).as_posix() for name in files if name not in DATA_FILES_ANYWHERE]
         paths += [(relative / "a_new_module.py").as_posix()]
     return paths
 
@@ -74,6 +76,7 @@ def test_the_data_the_course_writes_at_the_root_is_ignored():
     assert sorted(ignored(list(ROOT_DATA))) == sorted(ROOT_DATA)
 
 
-def test_tool_caches_are_ignored_in_any_folder():
+def test_tool_caches_and_student_data_are_ignored_in_any_folder():
     probes = [f"demos/grading/{cache}/x" for cache in TOOL_CACHES]
+    probes += [f"exercises/simt/{name}" for name in DATA_FILES_ANYWHERE]
     assert sorted(ignored(probes)) == sorted(probes)
