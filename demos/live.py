@@ -219,14 +219,13 @@ def side_by_side(
     can = measure is not None and no_live is None and live_possible(need)
     if can:
         live, error, seconds = _measure(measure)
-    here = (
-        f"this machine ({hardware.usable_cpu_count()} cores)" if need == "cpu" else gpu_name()
-    )
+    here = f"this machine ({hardware.usable_cpu_count()} cores)" if need == "cpu" else gpu_name()
     columns: list[tuple[str, dict[str, Any] | None]] = []
     if live is not None:
         columns.append((here if need == "cpu" else f"your GPU: {here}", live))
     if ref is not None:
-        columns.append((f"reference: {ref.machine}, {ref.date}", ref.values))
+        node = " node" if need == "cpu" else ""
+        columns.append((f"reference: {ref.machine}{node}, {ref.date}", ref.values))
     print(title)
     if not columns:
         print("  Nothing to show: no live measurement here and no reference result shipped.")

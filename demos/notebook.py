@@ -4,7 +4,9 @@ A chapter starts with ``from demos.notebook import setup; env = setup()``. That
 one line silences TensorFlow's and absl's start-up noise (it must happen before
 TensorFlow is first imported, which is why it lives here and not in chapter 5),
 switches Numba to its CUDA simulator when there is no GPU (by importing
-:mod:`demos`), prints what the machine offers, and picks problem sizes that
+:mod:`demos`), hides Numba's performance advice (the chapters launch small
+grids and pass host arrays on purpose, and each warning would be a red box on a
+GPU node), prints what the machine offers, and picks problem sizes that
 suit it: in the simulator every CUDA thread is a Python thread, so sizes must
 stay tiny there. The reference loader, figure viewer and timer of
 :mod:`demos.benchmarks.record` are re-exported so that notebooks import from
@@ -59,6 +61,7 @@ class Environment:
 
 def setup(verbose: bool = True) -> Environment:
     """Look at the machine once, print a short summary, and return what the chapter may use."""
+    silence_advice()  # small launches are on purpose in every chapter: no red warning boxes
     on_gpu = hardware.has_gpu()
     simulated = hardware.simulator_enabled()
     cupy_ok, cupy_why = hardware.cupy_status()

@@ -9,6 +9,8 @@ result is checked against NumPy before it is timed.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import statistics
 import time
 from collections.abc import Callable
@@ -366,5 +368,38 @@ OPS_TABLE = Table(
         "every step is faster on the GPU at this size",
         lambda r: all(r[f"cp.{s}"] < r[f"np.{s}"] for s in ("einsum", "matmul", "ops")),
         "At this size launching a kernel costs more than NumPy's whole step.",
+    ),
+)
+
+
+def memory_n() -> int:
+    """Points for the memory lesson: 27,000 float64 (the drop-in's 17.5 GB peak) where a
+    quarter of the GPU holds that peak, fewer on smaller GPUs."""
+    memory = hardware.gpu_memory_bytes() or 80 * 2**30
+    return min(27_000, int((memory / 4 / 3 / 8) ** 0.5))
+
+
+def measure_memory(n: int | None = None) -> dict[str, Any]:
+    """Peak GPU memory of the drop-in and of the lean version (CuPy's pool), float64."""
+    from demos.benchmarks.distance_memory import run_memory
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        return run_memory(n or memory_n(), np.dtype(np.float64), seed=0)
+
+
+MEMORY_TABLE = Table(
+    "Peak GPU memory of one distance matrix (float64), from CuPy's memory pool",
+    (
+        Row("n", "n", "", 0),
+        Row("the result", lambda r: r["output_bytes"] / 1e9, "GB", 1),
+        Row("drop-in: peak", lambda r: r["cupy"]["peak_bytes"] / 1e9, "GB", 1),
+        Row("drop-in: peak / result", "cupy.peak_over_output", "x", 2),
+        Row("lean: peak", lambda r: r["cupy-lean"]["peak_bytes"] / 1e9, "GB", 1),
+        Row("lean: peak / result", "cupy-lean.peak_over_output", "x", 2),
+    ),
+    Expect(
+        "the drop-in holds three matrices at its peak, the lean version one",
+        lambda r: r["cupy"]["peak_over_output"] > 2.5 and r["cupy-lean"]["peak_over_output"] < 1.5,
+        "This CuPy version fuses the element-wise steps differently.",
     ),
 )
