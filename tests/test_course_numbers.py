@@ -2,11 +2,14 @@
 
 Why: numbers typed into prose go stale the moment a benchmark is re-run, and a
 student cannot tell a measured figure from a guess. Chapters therefore compute
-their numbers in code cells from the JSON; the few quantities left in Markdown
-are listed here with where they come from, and checked. A quantity in prose
-that is not in the table fails the test, so a new number cannot slip in
-unchecked. The qualitative claims the chapters make from the data (who wins,
-what does not pay) are checked against the same files.
+most of their numbers in code cells from the JSON; the quantities left in
+Markdown are listed here with where they come from, and checked: a measured
+figure must be its JSON value rounded to the digits the prose shows, and a
+published peak (memory bandwidth, TFLOPS) comes from demos/results/gpu_specs.json,
+which names its source. A quantity in prose that is not in the table fails the
+test, so a new number cannot slip in unchecked. The qualitative claims the
+chapters make from the data (who wins, what does not pay, why) are checked
+against the same files.
 """
 
 from __future__ import annotations
