@@ -1,0 +1,129 @@
+# The course session for Open OnDemand's ERB files (form.yml.erb, submit.yml.erb).
+#
+# Reads the same description as the hub: session.yml (a link to deploy/session.yml;
+# install the app with `cp -rL` so that it becomes a file) with the site file on
+# top ($GPU_COURSE_SITE, else /etc/gpu-course/site.yml). It mirrors
+# deploy/course_session.py, which the hub uses; tests/test_deploy_ondemand.py
+# checks that both ask Slurm and LSF the same for the same choice.
+require "yaml"
+
+module GpuCourse
+  HERE = File.dirname(File.realpath(__FILE__))
+  DEFAULT_SITE = "/etc/gpu-course/site.yml"
+  NAME = /\A[A-Za-z0-9_.+:-]+\z/
+  # The form's lists in the site file, and the request field each one fills.
+  CHOICES = { "partitions" => "partition", "accounts" => "account",
+              "reservations" => "reservation", "gpu_types" => "gpu_type" }.freeze
+  LABELS = { "cores" => "CPU cores", "gpus" => "GPUs", "memory_gb" => "Memory (GB)",
+             "hours" => "Hours", "partition" => "Partition / queue", "account" => "Account",
+             "reservation" => "Reservation", "gpu_type" => "GPU type" }.freeze
+
+  def self.merge(base, override)
+    base.merge(override) { |_key, a, b| a.is_a?(Hash) && b.is_a?(Hash) ? merge(a, b) : b }
+  end
+
+  # session.yml with the site's values on top.
+  def self.settings
+    session = YAML.safe_load(File.read(File.join(HERE, "session.yml")))
+    site = ENV.fetch("GPU_COURSE_SITE", DEFAULT_SITE)
+    return session unless File.exist?(site)
+
+    merge(session, YAML.safe_load(File.read(site)) || {})
+  end
+
+  def self.choices(settings, name)
+    (settings.fetch("choices", {}) || {}).fetch(name, nil).to_a.map(&:to_s)
+  end
+
+  # The form: number fields within session.yml's limits, the site's lists as menus
+  # (a list the site left empty is a hidden, empty field).
+  def self.form(settings)
+    attributes = {}
+    settings["resources"].each do |name, spec|
+      attributes[name] = { "widget" => "number_field", "label" => LABELS[name],
+                           "value" => spec["default"], "min" => name == "gpus" ? 0 : 1,
+                           "max" => spec["max"], "step" => 1, "required" => true }
+    end
+    CHOICES.each do |list, field|
+      options = choices(settings, list)
+      attributes[field] = if options.empty?
+                            { "widget" => "hidden_field", "value" => "" }
+                          else
+                            options = [["any", ""]] + options.map { |o| [o, o] } if field == "gpu_type"
+                            { "widget" => "select", "label" => LABELS[field], "options" => options }
+                          end
+    end
+    cluster = settings.fetch("ondemand", {}).fetch("cluster", nil) || "*"
+    { "cluster" => cluster, "form" => settings["form"], "attributes" => attributes }
+  end
+
+  # The student's choice, checked as the hub checks it (course_session.Session.request).
+  def self.request(settings, values)
+    request = {}
+    settings["resources"].each do |name, spec|
+      number = Integer(values.fetch(name).to_s, 10)
+      low = name == "gpus" ? 0 : 1
+      raise ArgumentError, "#{name} must be from #{low} to #{spec['max']}" unless (low..spec["max"]).cover?(number)
+
+      request[name] = number
+    end
+    CHOICES.each do |list, field|
+      value = values.fetch(field, "").to_s.strip
+      allowed = value.empty? || (value.match?(NAME) && choices(settings, list).include?(value))
+      raise ArgumentError, "#{field} #{value.inspect} is not offered here" unless allowed
+
+      request[field] = value
+    end
+    raise ArgumentError, "a GPU type needs 1 GPU or more" if !request["gpu_type"].empty? && request["gpus"].zero?
+
+    request
+  end
+
+  # The scheduler's options for a checked request, from session.yml's table.
+  def self.scheduler_words(settings, request, scheduler = settings.fetch("scheduler", "slurm"))
+    table = settings["scheduler_options"].fetch(scheduler)
+    values = request.merge("memory_mb" => request["memory_gb"] * 1024)
+    words = table.fetch("always", []).dup
+    %w[cores gpus memory_gb hours partition account reservation].each do |name|
+      value = values[name]
+      next if value.nil? || value == "" || value == 0
+
+      key = name == "gpus" && !request["gpu_type"].empty? ? "gpus_of_type" : name
+      words += table.fetch(key).map { |word| word.gsub(/\{(\w+)\}/) { values.fetch(Regexp.last_match(1)).to_s } }
+    end
+    words
+  end
+
+  # What start-course.sh and the app's scripts need in the job.
+  def self.job_environment(settings)
+    edition = settings.fetch("edition", "/shared/gpu-course")
+    mode = settings["mode"]
+    workspace = settings["workspace"]
+    {
+      "COURSE_EDITION" => edition,
+      "COURSE_VENV" => settings["venv"] || File.join(edition, ".venv"),
+      "COURSE_MODULES" => (settings["modules"] || []).join(" "),
+      "COURSE_WORKSPACE" => workspace["folder"],
+      "COURSE_COPY" => workspace["copy"].join(" "),
+      "COURSE_CONFIG_PATH" => mode["config_path"].map { |p| File.join(edition, p) }.join(":"),
+      "COURSE_DATA_PATH" => mode["data_path"].map { |p| File.join(edition, p) }.join(":"),
+      "COURSE_DEFAULT_URL" => mode["default_url"],
+      "COURSE_IDLE_SECONDS" => (settings["idle_minutes"].to_f * 60).round.to_s,
+      "COURSE_ONDEMAND_ORIGIN" => settings.fetch("ondemand", {}).fetch("origin", "")
+    }
+  end
+
+  # submit.yml: OnDemand's basic template, the scheduler options and the environment.
+  def self.submit(settings, values)
+    request = request(settings, values)
+    {
+      "batch_connect" => { "template" => "basic" },
+      "script" => {
+        "job_name" => "gpu-course-ondemand",
+        "native" => scheduler_words(settings, request),
+        "job_environment" => job_environment(settings),
+        "copy_environment" => false
+      }
+    }
+  end
+end
