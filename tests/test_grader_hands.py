@@ -11,6 +11,8 @@ its kernel too):
   replaced by a link to a root-owned file, made before the tests and after
   the last cell;
 * a world-readable second copy of the course elsewhere on the machine;
+* a hand-in that arrives with links (to the gradebook, to the root-owned
+  file) and a file over the size limit in its folder;
 * shared memory, files in ``/tmp`` and files in the notebook's folder beyond
   the limits;
 * a kernel that ends itself (the summary says so in one line).
@@ -161,6 +163,12 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     _with(root, "bigfiles", first=FOLDER_FILES)
     _with(root, "exits", first=EXITS)
     _with(root, "spread", first=SPREAD)
+    # a hand-in that arrives with links and a huge file in it (an exchange, a manual copy)
+    _with(root, "handed-links")
+    handed = root / "submitted" / "handed-links" / ASSIGNMENT
+    os.symlink(root / "gradebook.db", handed / "gradebook.db")
+    os.symlink(victim, handed / "secret.txt")
+    (handed / "data.bin").write_bytes(b"x" * (70 << 20))
     _with(
         root,
         "plain",
@@ -171,6 +179,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     watched += [root / "submitted"]
     before = _hash_tree(*watched)
     students = "alice,links-first,links-last,backup,shm,tmpfiles,bigfiles,exits,spread"
+    students += ",handed-links"
     graded_here = [*students.split(","), "plain"]
     rows_before = gradebook_rows(root, leaving_out=graded_here)
     work = Path(tempfile.mkdtemp(prefix="grader-hands-work-", dir="/var/tmp"))
@@ -232,6 +241,18 @@ def test_the_course_and_other_students_rows_of_the_gradebook_are_unchanged(grade
     # nothing of theirs in anyone's feedback
     pages = sorted((graded["root"] / "feedback").rglob("*.html"))
     assert pages and not [p for p in pages if "zoe: reviewed" in p.read_text()]
+
+
+def test_links_and_huge_files_in_a_hand_in_are_left_out_and_flagged(graded) -> None:
+    assert scores(graded["root"])[(ASSIGNMENT, "handed-links")] == (10, 10)
+    flags = graded["summary"]["handed-links"]["flags"]
+    assert flags == [
+        "submission file data.bin: 70 MB, over the size limit",
+        "submission file gradebook.db: a symbolic link, not copied",
+        "submission file secret.txt: a symbolic link, not copied",
+    ], flags
+    tree = graded["root"] / "autograded" / "handed-links" / ASSIGNMENT
+    assert sorted(p.name for p in tree.rglob("*")) == [f"{ASSIGNMENT}.ipynb"]
 
 
 def test_nothing_the_kernel_wrote_is_kept(graded) -> None:
@@ -301,6 +322,6 @@ def test_honest_work_is_graded_as_before(graded) -> None:
 
 def test_a_student_without_a_submission_is_not_a_failure(graded) -> None:
     # multigpu was named in the same run for the same students; none handed it in
-    assert graded["proc"].stdout.count("no submission") == 9, graded["proc"].stdout
+    assert graded["proc"].stdout.count("no submission") == 10, graded["proc"].stdout
     assert "grade them again" in graded["proc"].stdout  # for the simt failures only
     assert "autograde multigpu --student" not in graded["proc"].stdout
