@@ -27,10 +27,12 @@ c.Execute.shutdown_kernel = "immediate"
 
 # Autograde with two replacements (grader/preprocessors.py): the kernel always
 # runs in the grading sandbox (also for plain `nbgrader autograde`, with the
-# default limits; `python -m grader autograde` sets its own), stderr output such
-# as a NumbaPerformanceWarning no longer scores a correct test cell 0, and a test
-# cell that did not run to its end (e.g. blanked by an IPython input
-# transformer) scores 0 and is flagged for manual grading.
+# default limits; `python -m grader autograde` sets its own); the kernel runs
+# only the visible tests, while the hidden tests run in this (the grader's)
+# process and ask the kernel only to run the student's code and send back
+# plain data (grader/verdicts/), so no student code can decide a verdict; and
+# stderr output such as a NumbaPerformanceWarning no longer scores a correct
+# test cell 0.
 c.Autograde.autograde_preprocessors = [
     "grader.preprocessors.GuardedExecute",
     "nbgrader.preprocessors.IgnorePattern",
@@ -60,7 +62,7 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-    "demos.grading.FeedbackWithoutHiddenTests",
+    "grader.feedback.FeedbackWithoutHiddenTests",
 ]
 
 # `nbgrader zip_collect <assignment>` (README, instructors): files in

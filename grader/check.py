@@ -42,10 +42,48 @@ SUSPICIOUS_WORDS = {
     "subprocess": "starts processes",
     "ossystem": "starts processes",
     "ctypes": "uses ctypes",
+    "settrace": "installs a trace function",
+    "setprofile": "installs a profile function",
+    "getframe": "reads interpreter frames",
+    "customexc": "replaces IPython's exception handler",
+    "postruncell": "hooks IPython's cell events",
+    "preruncell": "hooks IPython's cell events",
+    "preexecute": "hooks IPython's cell events",
+    "postexecute": "hooks IPython's cell events",
+    "inputtransformermanager": "changes IPython's input transformers",
+    "procself": "reads the kernel's own process files",
+}
+#: Modules an answer has no use for: they reach the interpreter, not the problem.
+META_MODULES = {
+    "sys",
+    "gc",
+    "inspect",
+    "importlib",
+    "builtins",
+    "IPython",
+    "types",
+    "atexit",
+    "threading",
+    "traceback",
+    "dis",
+    "marshal",
+    "code",
+    "codeop",
 }
 #: Modules of the course package an answer may import; the rest hold the answers.
 ALLOWED_DEMOS = {"demos", "demos.grading"}
-_CALLS = {"exec", "eval", "compile", "__import__", "globals", "setattr", "breakpoint"}
+_CALLS = {
+    "exec",
+    "eval",
+    "compile",
+    "__import__",
+    "globals",
+    "locals",
+    "vars",
+    "setattr",
+    "delattr",
+    "breakpoint",
+}
 _PROCESS_MODULES = {"subprocess", "signal", "ctypes", "multiprocessing", "pty", "socket"}
 
 
@@ -102,7 +140,7 @@ def scan_code(source: str) -> list[str]:
                     top = name.split(".")[0]
                     if top == "demos" and not _allowed_demos(name):
                         reasons.append(f"imports {name} from the course package")
-                    if top in _PROCESS_MODULES or top in ("importlib", "builtins"):
+                    if top in _PROCESS_MODULES or top in META_MODULES:
                         reasons.append(f"imports {top}")
             elif (
                 isinstance(node, ast.Call)
@@ -122,6 +160,12 @@ def scan_code(source: str) -> list[str]:
                         reasons.append(f"assigns to {name}")
             elif isinstance(node, ast.Attribute) and _dotted(node) in ("sys.modules",):
                 reasons.append("uses sys.modules")
+            elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+                reasons.append(f"uses a private attribute ({node.attr})")
+            elif isinstance(node, ast.Attribute) and re.match(
+                r"(f|gi|cr|ag|tb|co)_\w+$", node.attr
+            ):
+                reasons.append(f"reads interpreter frames or code ({node.attr})")
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
                 strings.append(node.value)
                 if ".." in node.value or node.value.startswith("/") and "/" in node.value[1:]:

@@ -1,22 +1,23 @@
 """nbgrader preprocessors that make an autograder score mean what it says.
 
-nbgrader gives 0 points to a graded cell with *any* stderr output, so a
-Numba performance warning or a debug print to ``sys.stderr`` costs correct code
-its points. And it trusts that a test cell which printed no error ran its
-tests, so a student who makes IPython drop the test cell's lines (an input
-transformer) gets full marks. :class:`GuardedExecute` replaces nbgrader's
-``Execute`` and fixes both:
+nbgrader scores a test cell by whether its outputs hold an error, and those
+outputs come from the student's kernel: any code the student ran there
+(hooks, patched functions, trace functions, input transformers) could decide
+them. :class:`GuardedExecute` replaces nbgrader's ``Execute`` so that it
+cannot:
 
-* before a run it appends to every autograder test cell a line that prints a
-  token derived from a random nonce made for this run (the student never sees
-  it: it is not in any file they have and is removed from the outputs);
-* after each test cell it asks the kernel, through ``user_expressions`` (which
-  IPython evaluates without input or AST transformers), whether the IPython
-  transformers, the cell-running methods or ``numpy.testing`` were changed
-  since the kernel started;
-* a test cell without its token, or run in a tampered kernel, gets an error
-  output (0 points) named :data:`INTEGRITY_ERROR`; :class:`SaveAutoGradesWithFlags`
-  then marks it for manual grading;
+* each test cell is split (:func:`grader.verdicts.hidden_tests.split_hidden`):
+  the kernel runs only the visible tests (the ones students have), whose
+  failures still cost the cell its points, as when the student validated;
+* the hidden tests run in this process (:func:`grader.verdicts.hidden_tests.judge`):
+  they ask the kernel to run the student's functions on their inputs and get
+  plain data back, and run the student's kernels in the grader's own CUDA
+  simulator; a failed hidden test adds an error output with the course's own
+  sentence. So the hidden tests' source and the course secret never enter the
+  kernel, and the verdict is decided where student code cannot reach;
+* a hidden test the grader could not apply (say, a "kernel" that is not one)
+  gets an error output named :data:`INTEGRITY_ERROR`;
+  :class:`SaveAutoGradesWithFlags` then marks the cell for manual grading;
 * stderr streams become stdout streams under a label, so warnings never cost
   points, while real errors stay errors;
 * the kernel always runs in the grading sandbox (:mod:`grader.box`): with the
@@ -24,16 +25,15 @@ transformer) gets full marks. :class:`GuardedExecute` replaces nbgrader's
   :attr:`GuardedExecute.sandbox_policy`, or, for plain ``nbgrader autograde``
   (the command line or the formgrader's button), with this machine's strongest
   level and the default limits. So no way of grading runs a student's code
-  with the instructor's rights.
+  with the instructor's rights, and both give the same points.
 """
 
 from __future__ import annotations
 
 import ast
+import asyncio
 import contextlib
-import hashlib
-import hmac
-import secrets
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -44,27 +44,21 @@ from nbgrader import utils
 from nbgrader.preprocessors import Execute, SaveAutoGrades
 from traitlets import Unicode
 
+from demos.grading import wire
 from grader import box as boxes
 from grader.flags import record_flag
 from grader.sandbox import Policy
+from grader.verdicts.context import Submission
+from grader.verdicts.hidden_tests import Verdict, judge, split_hidden
+from grader.verdicts.kernel_runner import KernelRunner
 
 INTEGRITY_ERROR = "GradingIntegrityError"
+HIDDEN_TEST_FAILURE = "HiddenTestFailure"
 STDERR_LABEL = "[stderr, not counted as an error] "
 
-# Evaluated by IPython outside every transformer: the state a student would have
-# to change to skip or rewrite a test cell.
-_PROBE = (
-    "(lambda sh, sys: repr(["
-    "[id(f) for f in sh.input_transformers_cleanup + sh.input_transformers_post"
-    " + sh.ast_transformers],"
-    "[id(getattr(type(sh), n)) for n in ('run_cell', 'run_cell_async', 'transform_cell',"
-    " 'run_ast_nodes', 'run_code', 'ev')],"
-    "sorted(n for n in ('run_cell', 'run_cell_async', 'transform_cell', 'run_ast_nodes',"
-    " 'run_code', 'ev') if n in vars(sh)),"
-    "sorted(n for n, f in vars(getattr(sys.modules.get('numpy'), 'testing', sys)).items()"
-    " if n.startswith('assert') and not getattr(f, '__module__', 'numpy').startswith('numpy'))"
-    "]))(__import__('IPython').get_ipython(), __import__('sys'))"
-)
+# Evaluated by IPython in the student's namespace, outside every input transformer;
+# what it returns is only ever read as data (demos.grading.wire).
+_SERVE = "__import__('demos.grading.serve', fromlist=['handle']).handle({request!r})"
 
 
 def is_autograder_test(cell: NotebookNode) -> bool:
@@ -72,35 +66,14 @@ def is_autograder_test(cell: NotebookNode) -> bool:
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
 
 
-def with_token(source: str, token: str) -> str:
-    """*source* with a last line that prints *token*, keeping the cell's displayed value.
-
-    nbgrader reads partial credit from a test cell's value (its last
-    expression), so when the cell ends in an expression, that value is kept and
-    shown again after the token is printed.
-    """
-    printing = f"print({token!r})"
-    lines = source.rstrip("\n").splitlines()
-    try:
-        last = ast.parse(source).body[-1]
-    except (SyntaxError, IndexError):  # IPython magics, or an empty cell
-        return "\n".join([*lines, printing])
-    ends_alone = (
-        last.end_lineno == len(lines)
-        and lines[-1].rstrip() != ""
-        and not lines[-1].rstrip().endswith(";")
+def is_given(cell: NotebookNode) -> bool:
+    """A code cell the assignment gives (set-up, helpers): nbgrader restores it from the release."""
+    return (
+        cell.cell_type == "code"
+        and utils.is_locked(cell)
+        and not utils.is_solution(cell)
+        and not utils.is_grade(cell)
     )
-    if isinstance(last, ast.Expr) and last.col_offset == 0 and ends_alone:
-        expression = "\n".join(lines[last.lineno - 1 :])
-        return "\n".join(
-            [
-                *lines[: last.lineno - 1],
-                f"_grader_value = (\n{expression}\n)",
-                printing,
-                "_grader_value",
-            ]
-        )
-    return "\n".join([*lines, printing])
 
 
 def stderr_to_stdout(cell: NotebookNode) -> None:
@@ -112,24 +85,11 @@ def stderr_to_stdout(cell: NotebookNode) -> None:
             output["text"] = "".join(STDERR_LABEL + line for line in lines)
 
 
-def _scrub(cell: NotebookNode, token: str) -> None:
-    """Remove *token* from every output of the cell (it must never reach feedback)."""
-    for output in cell.get("outputs", []):
-        if "text" in output:
-            output["text"] = output["text"].replace(token + "\n", "").replace(token, "")
-        for key in ("evalue",):
-            if key in output:
-                output[key] = output[key].replace(token, "")
-        if "traceback" in output:
-            output["traceback"] = [line.replace(token, "") for line in output["traceback"]]
-        for mime, value in output.get("data", {}).items():
-            if isinstance(value, str):
-                output["data"][mime] = value.replace(token, "")
-    cell["outputs"] = [
-        o
-        for o in cell.get("outputs", [])
-        if not (o.get("output_type") == "stream" and not o.get("text"))
-    ]
+def verdict_output(verdict: Verdict) -> NotebookNode:
+    """The error output a failed hidden test adds to its cell (flagged ones need a human)."""
+    name = INTEGRITY_ERROR if verdict.flag else HIDDEN_TEST_FAILURE
+    text = verdict.message + ("; flagged for manual grading" if verdict.flag else "")
+    return NotebookNode(output_type="error", ename=name, evalue=text, traceback=[f"{name}: {text}"])
 
 
 class GuardedExecute(Execute):
@@ -178,73 +138,81 @@ class GuardedExecute(Execute):
         return km
 
     def _preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
-        nonce = secrets.token_bytes(32)
-        self._tokens: dict[int, str] = {}
-        self._tampered: set[int] = set()
-        self._baseline: str | None = None
+        self._runner = self._stack.enter_context(KernelRunner())
+        self._hidden: dict[int, str] = {}
         originals: dict[int, str] = {}
         for index, cell in enumerate(nb.cells):
             if is_autograder_test(cell):
-                grade_id = cell.metadata["nbgrader"].get("grade_id", str(index))
-                digest = hmac.new(nonce, f"{index}:{grade_id}".encode(), hashlib.sha256)
-                token = "grader-" + digest.hexdigest()[:40]
-                self._tokens[index] = token
-                originals[index] = cell.source
-                cell.source = with_token(cell.source, token)
+                visible, hidden = split_hidden(cell.source)
+                if hidden is not None:
+                    self._hidden[index], originals[index] = hidden, cell.source
+                    cell.source = visible
         try:
             nb, resources = super().preprocess(nb, resources)
         finally:
             for index, source in originals.items():
                 nb.cells[index].source = source
-        for index, cell in enumerate(nb.cells):
-            if cell.cell_type != "code":
-                continue
-            stderr_to_stdout(cell)
-            if index in self._tokens:
-                self._verify(cell, index)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                stderr_to_stdout(cell)
         return nb, resources
 
-    def _verify(self, cell: NotebookNode, index: int) -> None:
-        token = self._tokens[index]
-        printed = "".join(
-            o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream"
+    def _submission(self, cell_index: int) -> Submission:
+        before = [c for c in self.nb.cells[:cell_index] if c.cell_type == "code"]
+        return Submission(
+            ask_kernel=self._ask_from_thread,
+            student_sources=[
+                c.source for c in before if not is_given(c) and not is_autograder_test(c)
+            ],
+            given_sources=[c.source for c in before if is_given(c)],
+            runner=self._runner,
         )
-        failed_already = any(o.get("output_type") == "error" for o in cell.get("outputs", []))
-        reason = None
-        if index in self._tampered:
-            reason = "the kernel's cell-running machinery was changed before this test ran"
-        elif token not in printed and not failed_already:
-            reason = "the test cell did not run to its end"
-        _scrub(cell, token)
-        if reason:
-            grade_id = cell.metadata["nbgrader"].get("grade_id", "")
-            self.log.warning("Integrity check failed in cell %s: %s", grade_id, reason)
-            record_flag(grade_id, reason)
-            cell.outputs.append(
-                NotebookNode(
-                    output_type="error",
-                    ename=INTEGRITY_ERROR,
-                    evalue=f"{reason}; flagged for manual grading",
-                    traceback=[f"{INTEGRITY_ERROR}: {reason}; flagged for manual grading"],
-                )
-            )
 
-    async def _probe(self) -> str:
-        msg_id = self.kc.execute(
-            "", silent=True, store_history=False, user_expressions={"state": _PROBE}
+    def _ask_from_thread(self, request: dict) -> dict:
+        future = asyncio.run_coroutine_threadsafe(self._ask(request), self._loop)
+        return future.result()
+
+    async def _ask(self, request: dict) -> dict:
+        """One request to the student's kernel (:mod:`demos.grading.serve`); its reply as data."""
+        expression = _SERVE.format(request=wire.dumps(request))
+        try:
+            msg_id = self.kc.execute(
+                "", silent=True, store_history=False, user_expressions={"r": expression}
+            )
+            reply = await self.async_wait_for_reply(msg_id)
+        except Exception as error:  # noqa: BLE001  (a dead or stuck kernel is an answer too)
+            return {"error": f"{type(error).__name__}: the kernel stopped answering"}
+        if reply is None:
+            return {"error": "TimeoutError: your code did not finish in time"}
+        result = reply.get("content", {}).get("user_expressions", {}).get("r", {})
+        if result.get("status") != "ok":
+            return {"error": "RuntimeError: the kernel could not run your code"}
+        try:
+            text = ast.literal_eval(result.get("data", {}).get("text/plain", ""))
+            answer = wire.loads(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError, wire.WireError):
+            return {"error": "RuntimeError: the kernel's answer is not data"}
+        return (
+            answer
+            if isinstance(answer, dict)
+            else {"error": "RuntimeError: the kernel's answer is not data"}
         )
-        reply = await self.async_wait_for_reply(msg_id)
-        result = (reply or {}).get("content", {}).get("user_expressions", {}).get("state", {})
-        return str(result.get("data", {}).get("text/plain", result.get("status", "no reply")))
 
     async def async_execute_cell(
         self, cell: NotebookNode, cell_index: int, *args: Any, **kwargs: Any
     ) -> NotebookNode:
-        if self._baseline is None:
-            self._baseline = await self._probe()
         cell = await super().async_execute_cell(cell, cell_index, *args, **kwargs)
-        if cell_index in self._tokens and await self._probe() != self._baseline:
-            self._tampered.add(cell_index)
+        hidden = getattr(self, "_hidden", {}).get(cell_index)
+        if hidden is not None:
+            self._loop = asyncio.get_running_loop()
+            grade_id = cell.metadata["nbgrader"].get("grade_id", str(cell_index))
+            decide = functools.partial(judge, hidden, grade_id, self._submission(cell_index))
+            verdict = await self._loop.run_in_executor(None, decide)
+            if not verdict.passed:
+                cell.outputs.append(verdict_output(verdict))
+            if verdict.flag:
+                self.log.warning("Flagged in cell %s: %s", grade_id, verdict.flag)
+                record_flag(grade_id, verdict.flag)
         return cell
 
     # nbclient binds the synchronous wrapper to its own coroutine: bind it to ours.

@@ -17,6 +17,7 @@ from grader import cgroups
 from grader.flags import record_flag
 from grader.memory_watch import data_backstop, start_watcher
 from grader.sandbox import Policy, in_bubblewrap, kernel_command, kernel_environment
+from grader.verdicts import SECRET_VARIABLE
 
 
 def _report(kind: str, used: int) -> None:
@@ -51,6 +52,9 @@ def main(argv: list[str]) -> None:
     # The kernel cannot see nbgrader's process id from its own process tree; the
     # sandbox ends the kernel when nbgrader goes instead.
     os.environ.pop("JPY_PARENT_PID", None)
+    # The secret that seeds the hidden inputs is the grader's alone: hidden tests
+    # run in the grader's process (grader.verdicts), never in the kernel.
+    os.environ.pop(SECRET_VARIABLE, None)
     os.environ.update(kernel_environment(policy))
     start_watcher(policy, _report)
     if policy.cgroup:

@@ -541,28 +541,6 @@ def test_check_submission_flags_and_repairs(tmp_path: Path) -> None:
     assert check_submission(tmp_path / "nothing", "simt", db) == ["missing notebook simt.ipynb"]
 
 
-def test_token_line_keeps_the_cells_value_for_partial_credit() -> None:
-    from grader.preprocessors import with_token
-
-    def run(source: str) -> tuple[object, str]:
-        import contextlib
-        import io
-
-        lines = source.splitlines()
-        out = io.StringIO()
-        namespace: dict = {}
-        with contextlib.redirect_stdout(out):
-            exec("\n".join(lines[:-1]), namespace)  # noqa: S102  (runs generated test code)
-            value = eval(lines[-1], namespace)
-        return value, out.getvalue()
-
-    value, printed = run(with_token("x = 3\nx * (\n  0.5)", "T0K"))
-    assert value == 1.5 and printed == "T0K\n"
-    assert with_token("assert True", "T0K").endswith("print('T0K')")
-    assert with_token("x = 1\nx;", "T0K").endswith("x;\nprint('T0K')")
-    assert with_token("%time x = 1", "T0K") == "%time x = 1\nprint('T0K')"
-
-
 def _bench(name: str, folder: str = "") -> dict:
     path = REPO / "grader" / "results" / folder / f"grading-bench-{name}.json"
     return json.loads(path.read_text())

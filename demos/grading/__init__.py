@@ -8,11 +8,13 @@ package, which answers "CuPy and the real GPUs" where they are usable and
 rules on both (see :mod:`.standin` and :mod:`.devices`). Importing :mod:`demos`
 (done here) switches Numba to its CUDA simulator when there is no GPU.
 
-Hidden tests are built from :mod:`.checks` (seeded inputs, generic failure
-messages, comparisons student code cannot patch) and :mod:`.watch` (was the
-work done by the student's own code, in a kernel, without forbidden helpers).
-Importing this package also silences Numba's warnings (performance advice): a correct
-answer must never print to stderr in a test cell (nbgrader scores such a cell 0).
+Visible tests are built from :mod:`.checks` (seeded inputs, generic failure
+messages) and :mod:`.watch` (what the student's code launched and called).
+Hidden tests do not run here at all: the grader runs them in its own process
+(``grader.verdicts``) and asks this kernel, through :mod:`.serve`, only to run
+the student's code on its inputs and answer with plain data (:mod:`.wire`).
+Importing this package also silences Numba's warnings (performance advice): a
+correct answer should not print to stderr when the student validates.
 """
 
 from __future__ import annotations
@@ -25,20 +27,8 @@ import numpy as np
 import demos  # noqa: F401  (enables the CUDA simulator when there is no GPU)
 from demos import hardware
 from demos.distance.reference import reference_distance as reference_distances
-from demos.numba_advice import silence_advice
 from demos.grading import standin
-from demos.grading.checks import (
-    SECRET_VARIABLE,
-    GradingFailure,
-    assert_close,
-    assert_equal,
-    check,
-    check_untampered,
-    hidden_test,
-    remember_originals,
-    rng,
-    seed_for,
-)
+from demos.grading.checks import GradingFailure, assert_close, assert_equal, check, rng, seed_for
 from demos.grading.devices import (
     SIMULATED_DEVICE_COUNT,
     DeviceLog,
@@ -54,9 +44,9 @@ from demos.grading.watch import (
     uses_course_code,
     watch,
 )
+from demos.numba_advice import silence_advice
 
 __all__ = [
-    "SECRET_VARIABLE",
     "SIMULATED_DEVICE_COUNT",
     "DeviceLog",
     "GpuDevice",
@@ -69,11 +59,9 @@ __all__ = [
     "assert_close",
     "assert_equal",
     "check",
-    "check_untampered",
     "device_array_module",
     "devices",
     "get_array_module",
-    "hidden_test",
     "is_course_code",
     "reference_distances",
     "rng",
@@ -120,16 +108,3 @@ def to_numpy(array: Any) -> np.ndarray:
     if hasattr(array, "get") and not isinstance(array, np.ndarray):
         return array.get()
     return np.asarray(array)
-
-
-def __getattr__(name: str) -> Any:
-    """``FeedbackWithoutHiddenTests`` (the nbgrader preprocessor) is made on first access."""
-    if name == "FeedbackWithoutHiddenTests":
-        from demos.grading.feedback import feedback_preprocessor
-
-        return feedback_preprocessor()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-# Last: what an untouched kernel has, for check_untampered.
-remember_originals()

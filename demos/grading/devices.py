@@ -109,7 +109,9 @@ class SimulatedDevice(_Device):
 class GpuDevice(_Device):
     """One real GPU through CuPy (``physical`` is the CUDA device it runs on)."""
 
-    def __init__(self, index: int, log: DeviceLog | None = None, physical: int | None = None) -> None:
+    def __init__(
+        self, index: int, log: DeviceLog | None = None, physical: int | None = None
+    ) -> None:
         super().__init__(index, log)
         self.cupy = hardware.require_cupy("GpuDevice")
         self.xp = self.cupy

@@ -110,7 +110,40 @@ def _operator(name: str) -> Callable:
     return method
 
 
-for _name in ["add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv", "rfloordiv", "mod", "rmod", "pow", "rpow", "matmul", "rmatmul", "neg", "pos", "abs", "lt", "le", "gt", "ge", "eq", "ne", "and", "rand", "or", "ror", "xor", "rxor", "invert"]:
+for _name in [
+    "add",
+    "radd",
+    "sub",
+    "rsub",
+    "mul",
+    "rmul",
+    "truediv",
+    "rtruediv",
+    "floordiv",
+    "rfloordiv",
+    "mod",
+    "rmod",
+    "pow",
+    "rpow",
+    "matmul",
+    "rmatmul",
+    "neg",
+    "pos",
+    "abs",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "eq",
+    "ne",
+    "and",
+    "rand",
+    "or",
+    "ror",
+    "xor",
+    "rxor",
+    "invert",
+]:
     setattr(DeviceArray, f"__{_name}__", _operator(f"__{_name}__"))
 for _name in ["iadd", "isub", "imul", "itruediv", "ipow"]:
     setattr(DeviceArray, f"__{_name}__", _operator(f"__{_name}__"))

@@ -82,7 +82,9 @@ def _python_function(obj: Any) -> Any:
 def is_course_code(obj: Any) -> bool:
     """True if *obj* (function, kernel, class) comes from the course package, not the notebook."""
     module = getattr(obj, "__module__", None) or ""
-    if (module == "demos" or module.startswith("demos.")) and not module.startswith("demos.grading"):
+    if (module == "demos" or module.startswith("demos.")) and not module.startswith(
+        "demos.grading"
+    ):
         return True
     function = _python_function(obj)
     if function is None:

@@ -221,7 +221,12 @@ class SyncCountingModule:
 
     def __init__(self, base: ModuleType | None = None) -> None:
         self._base = np if base is None else base
-        self.counter = SyncCounter()
+        self._counter = SyncCounter()
+
+    @property
+    def counter(self) -> SyncCounter:
+        """What was counted so far."""
+        return self._counter
 
     @property
     def __name__(self) -> str:
@@ -230,18 +235,18 @@ class SyncCountingModule:
     def asarray(self, value: Any, *args: Any, **kwargs: Any) -> TrackedArray:
         if isinstance(value, TrackedArray):
             return self._wrap(self._base.asarray(value._array, *args, **kwargs))
-        self.counter.uploads += 1
+        self._counter.uploads += 1
         host = np.array(value, copy=True) if self._base is np else value  # a real copy, as to a GPU
         return self._wrap(self._base.asarray(host, *args, **kwargs))
 
     array = asarray
 
     def asnumpy(self, value: Any, *args: Any, **kwargs: Any) -> np.ndarray:
-        self.counter.transfers["asnumpy"] += 1
+        self._counter.transfers["asnumpy"] += 1
         return _to_host(_unwrap(value), self._base)
 
     def _wrap(self, value: Any) -> Any:
-        return _wrap_result(value, self.counter, self._base)
+        return _wrap_result(value, self._counter, self._base)
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._base, name)
@@ -251,7 +256,7 @@ class SyncCountingModule:
             return attr  # constants (pi, float32), submodules and dtypes pass through
 
         def function(*args: Any, **kwargs: Any) -> Any:
-            self.counter.operations += 1
+            self._counter.operations += 1
             return self._wrap(attr(*_unwrap(args), **_unwrap(kwargs)))
 
         function.__name__ = name
