@@ -101,12 +101,14 @@ class Row:
 class Expect:
     """The direction a lesson predicts, checked on the live result.
 
-    *holds* gets the live result; *claim* says what the lesson predicts, and
-    *otherwise* why a GPU may not show it at this size (printed when it does not).
+    *holds* gets the live result and returns whether the lesson shows, or None
+    when the live result cannot tell (one GPU for a scaling lesson); *claim* says
+    what the lesson predicts, and *otherwise* why a GPU may not show it at this
+    size (printed when it does not).
     """
 
     claim: str
-    holds: Callable[[dict[str, Any]], bool]
+    holds: Callable[[dict[str, Any]], bool | None]
     otherwise: str
 
 
@@ -242,7 +244,8 @@ def side_by_side(
     verdict = None
     if live is not None and expect is not None:
         try:
-            verdict = bool(expect.holds(live))
+            held = expect.holds(live)  # None: nothing to judge at this size (one GPU, say)
+            verdict = None if held is None else bool(held)
         except (KeyError, IndexError, TypeError, ZeroDivisionError):
             verdict = None
         if verdict:

@@ -29,10 +29,17 @@ REGISTRY: dict[str, str] = {
 
 
 def pyplot():
-    """matplotlib.pyplot drawing to files only: works on headless cluster nodes and in CI."""
+    """matplotlib.pyplot drawing to files: works on headless cluster nodes and in CI.
+
+    Inside a notebook kernel the backend is left alone: switching it to Agg there
+    would turn every figure a chapter displays into the text ``<Figure ...>``.
+    """
+    import sys
+
     import matplotlib
 
-    matplotlib.use("Agg")
+    if "ipykernel" not in sys.modules:
+        matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt

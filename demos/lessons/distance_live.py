@@ -365,9 +365,10 @@ OPS_TABLE = Table(
         ),
     ),
     Expect(
-        "every step is faster on the GPU at this size",
-        lambda r: all(r[f"cp.{s}"] < r[f"np.{s}"] for s in ("einsum", "matmul", "ops")),
-        "At this size launching a kernel costs more than NumPy's whole step.",
+        "the matrix product and the element-wise step, where NumPy spends its time, are far "
+        "faster on the GPU (the row norms are too small to matter on either)",
+        lambda r: r["cp.matmul"] < r["np.matmul"] / 10 and r["cp.ops"] < r["np.ops"] / 10,
+        "This node's CPU is unusually fast for these memory-bound steps.",
     ),
 )
 

@@ -95,7 +95,7 @@ def timing_methods(cp: Any, n: int, repeats: int = 5) -> dict[str, Any]:
     }
 
 
-def syncs(cp: Any, steps: int = 200, size: int = 2**24) -> dict[str, Any]:
+def syncs(cp: Any, steps: int = 200, size: int = 2**23) -> dict[str, Any]:
     x = cp.ones(size, dtype=cp.float32)
 
     def per_step() -> float:
@@ -280,7 +280,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     scale = 8 if quick else 1
     return {
         "timing": timing_methods(cp, sizes["timing_n"] // scale),
-        "syncs": syncs(cp, 200, 2**24 // scale),
+        "syncs": syncs(cp, 200, 2**23 // scale),
         "pipeline": pipeline(cp, sizes["pipeline_n"] // scale),
         "overlap": overlap(cp, sizes["overlap_chunk_bytes"] // scale, sizes["overlap_chunks"]),
         "pool": pool(cp, sizes["pool_bytes"] // scale),

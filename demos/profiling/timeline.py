@@ -191,6 +191,7 @@ def plot(intervals: Sequence[Interval], title: str = "") -> Any:
     handles = [plt.Rectangle((0, 0), 1, 1, color=colours[n]) for n in names]
     ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     fig.tight_layout()
+    plt.close(fig)  # shown where the caller displays it, not a second time when the cell ends
     return fig
 
 
