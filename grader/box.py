@@ -87,6 +87,7 @@ def open_box(limits: Policy, notebook_dir: Path, folder: Path, private: list[Pat
     runtime.mkdir(mode=0o700)
     uid = limits.uid
     left_out = copy_tree(notebook_dir, runtime / "work", owner=uid)
+    left_out += _undo_followed_links(notebook_dir, runtime / "work")
     for name in ("home", "tmp"):
         (runtime / name).mkdir(mode=0o700)
     if uid is not None:
@@ -106,6 +107,36 @@ def open_box(limits: Policy, notebook_dir: Path, folder: Path, private: list[Pat
     policy.save(folder / "policy.json")
     sandbox.install_kernelspec(folder / "jupyter", folder / "policy.json")
     return Box(folder, policy, cgroup, left_out)
+
+
+def _undo_followed_links(notebook_dir: Path, work: Path) -> list[str]:
+    """Take out of *notebook_dir* and the kernel's copy *work* what came from a link in the hand-in.
+
+    Plain ``nbgrader autograde`` copies the other files of
+    ``submitted/<student>/<assignment>/`` into the folder it grades with
+    ``shutil.copy``, which follows links: run as root, a link to a file only
+    root may read arrives as a copy of that file, which the student's code
+    would print into its feedback. ``python -m grader autograde`` hands
+    nbgrader a copy without links, so this finds nothing there. Only
+    nbgrader's default folder names (``autograded``, ``submitted``) are known.
+    """
+    if len(notebook_dir.parts) < 4 or notebook_dir.parts[-3] != "autograded":
+        return []
+    student, assignment = notebook_dir.parts[-2:]
+    hand_in = notebook_dir.parents[2] / "submitted" / student / assignment
+    real_hand_in = hand_in.resolve()
+    found = []
+    for folder, _, files in os.walk(notebook_dir):
+        for name in files:
+            relative = (Path(folder) / name).relative_to(notebook_dir)
+            if (hand_in / relative).exists() and (
+                (hand_in / relative).resolve() != real_hand_in / relative
+            ):
+                found.append(relative)
+    for relative in found:
+        (notebook_dir / relative).unlink(missing_ok=True)
+        (work / relative).unlink(missing_ok=True)
+    return [f"{relative}: a symbolic link in the hand-in, not followed" for relative in found]
 
 
 def close_left_behind(folder: Path) -> list[str]:

@@ -12,7 +12,8 @@ its kernel too):
   the last cell;
 * a world-readable second copy of the course elsewhere on the machine;
 * a hand-in that arrives with links (to the gradebook, to the root-owned
-  file) and a file over the size limit in its folder;
+  file) and a file over the size limit in its folder (for plain nbgrader,
+  which copies such a link's target as root, too);
 * shared memory, files in ``/tmp`` and files in the notebook's folder beyond
   the limits;
 * a kernel that ends itself (the summary says so in one line).
@@ -79,6 +80,13 @@ try:
     print("BACKUP READ", open(BACKUP).read())
 except OSError as error:
     print("no backup", type(error).__name__)
+"""
+
+LINK_READER = r"""
+try:
+    print("LINK READ", open("handed-link.txt").read())
+except OSError as error:
+    print("no link", type(error).__name__)
 """
 
 SHARED_MEMORY = r"""
@@ -173,8 +181,10 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
         root,
         "plain",
         first=links,
-        last=BACKUP_READER.replace("BACKUP", repr(str(backup / "simt.ipynb"))),
+        last=BACKUP_READER.replace("BACKUP", repr(str(backup / "simt.ipynb"))) + LINK_READER,
     )
+    # plain nbgrader copies a hand-in's other files following links, as root
+    os.symlink(victim, root / "submitted" / "plain" / ASSIGNMENT / "handed-link.txt")
     watched = [root / "nbgrader_config.py", root / "solutions", root / "exercises", victim]
     watched += [root / "submitted"]
     before = _hash_tree(*watched)
@@ -241,6 +251,12 @@ def test_the_course_and_other_students_rows_of_the_gradebook_are_unchanged(grade
     # nothing of theirs in anyone's feedback
     pages = sorted((graded["root"] / "feedback").rglob("*.html"))
     assert pages and not [p for p in pages if "zoe: reviewed" in p.read_text()]
+
+
+def test_a_link_in_a_hand_in_is_not_followed_by_plain_nbgrader_either(graded) -> None:
+    """nbgrader copies it as root: the copy is taken away before the kernel starts."""
+    text = _output(graded, "plain")
+    assert "only root writes this" not in text and "no link FileNotFoundError" in text, text
 
 
 def test_links_and_huge_files_in_a_hand_in_are_left_out_and_flagged(graded) -> None:
