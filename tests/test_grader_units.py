@@ -136,6 +136,11 @@ def test_collect_files_every_safe_input_and_refuses_the_rest(tmp_path: Path) -> 
     _zip(inbox / "evil.zip", {"../escape_simt.ipynb": notebook})
     _zip(inbox / "abs.zip", {"/tmp/abs_simt.ipynb": notebook})
     _zip(inbox / "link.zip", {}, link="linky_simt.ipynb")
+    # links in a downloads folder: to a notebook, and to a folder of them, elsewhere
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "eve_7_8_simt.ipynb").write_bytes(notebook)
+    (inbox / "sneaky_5_6_simt.ipynb").symlink_to(tmp_path / "elsewhere" / "eve_7_8_simt.ipynb")
+    (inbox / "linked-folder").symlink_to(tmp_path / "elsewhere")
     good_zip = _zip(tmp_path / "class.zip", {"bob_simt.ipynb": notebook})
     report = collect_all(course, "simt", [inbox, good_zip, tmp_path / "missing.zip"])
     filed = {p.parent.parent.name for p in (course / "submitted").glob("*/simt/*.ipynb")}
@@ -146,7 +151,10 @@ def test_collect_files_every_safe_input_and_refuses_the_rest(tmp_path: Path) -> 
         "anna maria": "anna-maria",
     }
     refused = "\n".join(report.refused)
-    for word in ("evil.zip", "abs.zip", "link.zip", "old.tar.gz", "broken", "missing.zip"):
+    for word in ("evil.zip", "abs.zip", "link.zip", "old.tar.gz", "broken", "missing.zip") + (
+        "sneaky_5_6_simt.ipynb: a symbolic link",
+        "linked-folder: a symbolic link",
+    ):
         assert word in refused, refused
     assert not (tmp_path / "escape_simt.ipynb").exists()
     assert not list(course.glob("submitted/*/*/..*"))
