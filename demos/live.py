@@ -251,9 +251,8 @@ def side_by_side(
         if verdict:
             print(f"  ✓ on {here} too: {expect.claim}")
         elif verdict is False:
-            print(
-                f"  ✗ not on {here} at this size: {expect.claim} does not hold. {expect.otherwise}"
-            )
+            print(f"  ✗ not on {here} at this size: {expect.claim}.")
+            print(f"    Why: {expect.otherwise}")
     _log(title, rows, live, ref, here, error, seconds, verdict, no_live)
     return live
 
