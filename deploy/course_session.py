@@ -52,6 +52,12 @@ def _merge(base: dict, override: dict) -> dict:
     return merged
 
 
+def _given(form: dict[str, Any], name: str, default: object) -> str:
+    """The form's value for *name* as text, or *default* where the form left it out or empty."""
+    value = form.get(name)
+    return str(default if value is None or str(value).strip() == "" else value).strip()
+
+
 def site_file() -> Path | None:
     """The site file in force: $GPU_COURSE_SITE, else /etc/gpu-course/site.yml if present."""
     named = os.environ.get("GPU_COURSE_SITE")
@@ -111,7 +117,7 @@ class Session:
         default = self.default_request()
         values: dict[str, Any] = {}
         for name, spec in self.resources.items():
-            raw = str(form.get(name, "") or getattr(default, name)).strip()
+            raw = _given(form, name, getattr(default, name))
             if not raw.isdigit():
                 raise ValueError(f"{name} must be a whole number, not {raw!r}")
             number, low = int(raw), 0 if name == "gpus" else 1
@@ -119,7 +125,7 @@ class Session:
                 raise ValueError(f"{name} must be from {low} to {spec['max']}, not {number}")
             values[name] = number
         for list_name, field in CHOICES.items():
-            raw = str(form.get(field, "") or getattr(default, field)).strip()
+            raw = _given(form, field, getattr(default, field))
             options = self.choices(list_name)
             if raw and not NAME.match(raw):
                 raise ValueError(f"{field} {raw!r} has characters such a name cannot have")

@@ -202,7 +202,10 @@ def test_hub_spawner_job_script(site: Path, scheduler: str) -> None:
     from course_spawner import spawner_for
 
     spawner = spawner_for(scheduler)(
-        user=SimpleNamespace(name="alice", url="/user/alice/"), site=str(site)
+        user=SimpleNamespace(name="alice", url="/user/alice/"),
+        site=str(site),
+        req_homedir="/home/alice",
+        req_keepvars="PATH,JUPYTERHUB_API_TOKEN",
     )
     form = spawner.options_form
     for name in CHOICE:
@@ -210,15 +213,17 @@ def test_hub_spawner_job_script(site: Path, scheduler: str) -> None:
     spawner.user_options = spawner.options_from_form({k: [v] for k, v in CHOICE.items()})
     with pytest.raises(ValueError, match="not offered"):
         spawner.options_from_form({"partition": ["debug"]})
-    script = asyncio.run(
-        spawner._get_batch_script(
-            homedir="/home/alice", keepvars="PATH,JUPYTERHUB_API_TOKEN", prologue="", cmd="serve"
-        )
-    )
+    # What the hub stores is the checked choice, and it reads back the same (0 GPUs too).
+    assert Session(site).request(spawner.user_options) == Session(site).request(CHOICE)
+    no_gpu = spawner.options_from_form({"gpus": ["0"]})
+    assert Session(site).request(no_gpu).gpus == 0
+    # Template values smuggled in through user_options (the REST API) change nothing.
+    script = asyncio.run(spawner._get_batch_script(prologue="rm -rf ~", homedir="/"))
     session = Session(site)
     for line in session.directives(session.request(CHOICE), scheduler):
         assert f"\n{line}\n" in script
-    assert script.endswith("\nstart_course serve\n")
+    assert re.search(r"\nstart_course batchspawner-singleuser jupyterhub-singleuser.*\n$", script)
+    assert "rm -rf" not in script and "/home/alice/.gpu-course-hub-" in script
     assert "export COURSE_EDITION='/shared/gpu course'\n" in script  # quoted for the shell
     if scheduler == "slurm":
         assert "#SBATCH --export=PATH,JUPYTERHUB_API_TOKEN\n" in script

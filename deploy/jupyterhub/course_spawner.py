@@ -81,8 +81,17 @@ class CourseSpawnerMixin(Configurable):
         """The checked choice (ValueError, shown to the student, when it is not allowed)."""
         return self.session.request({k: v[0] for k, v in formdata.items() if v}).__dict__
 
+    @default("apply_user_options")
+    def _apply_user_options_default(self):
+        # user_options may also come through the REST API: checked before the spawn
+        # starts, so that a bad value is a clear 400 ("Invalid user options").
+        return lambda spawner, user_options: spawner.session.request(user_options)
+
     async def _get_batch_script(self, **subvars) -> str:
+        # batchspawner mixes user_options into the template's values; the script is
+        # made from the spawner's own values and the checked request alone.
         request = self.session.request(self.user_options or {})
+        subvars = {**self.get_req_subvars(), "cmd": self.cmd_formatted_for_batch()}
         subvars["directives"] = "\n".join(self.session.directives(request, self.scheduler))
         subvars["body"] = self.session.job_body(subvars["cmd"])
         return format_template(self.batch_script, **subvars)

@@ -1,0 +1,273 @@
+"""The course hub (deploy/jupyterhub) serves two students through a real Slurm.
+
+JupyterHub runs as root with the course's configuration and a site file, behind
+Debian's configurable-http-proxy, against the one-machine Slurm of the launch
+tests (tests/slurm/local_cluster.py); its two unix users log in with passwords
+through PAM. A student logs in, fills the spawn form and gets the course in a
+Slurm job: the students' mode, their own copy of the notebooks. The other
+student cannot reach that server, nor can anyone without logging in. Stopping
+the server cancels the job; an idle server is stopped by jupyterhub-idle-culler,
+which also leaves no job. Needs root, Slurm and configurable-http-proxy (CI
+installs them); skips with the missing piece named otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from deploy_helpers import DEPLOY, ROOT, assert_students_mode, make_edition, write_site
+
+from helpers import free_port
+
+sys.path.insert(0, str(ROOT / "tests" / "slurm"))
+from local_cluster import LocalCluster, User, missing_requirements  # noqa: E402
+
+requests = pytest.importorskip("requests", reason="comes with jupyterhub (the 'test' extra)")
+pytestmark = pytest.mark.slow
+PROXY = shutil.which("configurable-http-proxy")
+HUB = Path(sys.executable).parent / "jupyterhub"
+# Short enough for a test, long enough for a student who is being tested.
+IDLE_MINUTES = 0.25
+FORM = {"cores": "1", "gpus": "0", "memory_gb": "1", "hours": "1"}
+
+
+class Hub:
+    """The running hub: its URL, an admin token for the test, its log, its students."""
+
+    def __init__(self, cluster: LocalCluster, state: Path) -> None:
+        self.cluster, self.state = cluster, state
+        self.url = f"http://127.0.0.1:{free_port()}"
+        self.token = secrets.token_hex(24)
+        self.log = state / "jupyterhub.log"
+        self.passwords = {u.name: secrets.token_urlsafe(12) for u in self.students}
+        for user in self.students:
+            subprocess.run(
+                ["chpasswd"], input=f"{user.name}:{self.passwords[user.name]}\n", text=True,
+                check=True,
+            )  # fmt: skip
+        self.group = f"{cluster.student.name}g"
+        subprocess.run(["groupadd", self.group], check=True)
+        for user in self.students:
+            subprocess.run(["usermod", "-aG", self.group, user.name], check=True)
+        site = write_site(
+            state / "site.yml",
+            scheduler="slurm",
+            edition=str(make_edition(cluster.shared / "edition")),
+            choices={"partitions": [cluster.partition]},
+            idle_minutes=IDLE_MINUTES,
+            hub={
+                "bind_url": self.url,
+                "state_dir": str(state / "hub"),
+                "allowed_group": self.group,
+                "exec_prefix": "runuser -u {username} --",
+                "start_timeout": 120,
+                "extra_config": str(self._test_config(state / "test_config.py")),
+            },
+        )
+        with self.log.open("w") as out:
+            self.process = subprocess.Popen(
+                [str(HUB), "-f", str(DEPLOY / "jupyterhub" / "jupyterhub_config.py")],
+                cwd=state,
+                env={
+                    "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin:/usr/sbin:/sbin",
+                    "LANG": "C.UTF-8",
+                    "GPU_COURSE_SITE": str(site),
+                    "SLURM_CONF": str(cluster.slurm_conf),  # a site's is in /etc/slurm
+                    # Debian's proxy keeps its modules there; a node.js from elsewhere
+                    # (this image's) does not look there by itself.
+                    "NODE_PATH": "/usr/share/nodejs",
+                },
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + 60
+        while not self._answers():
+            assert self.process.poll() is None, self.log.read_text()[-4000:]
+            assert time.monotonic() < deadline, self.log.read_text()[-4000:]
+            time.sleep(0.5)
+
+    @property
+    def students(self) -> list[User]:
+        return [self.cluster.student, self.cluster.neighbour]
+
+    def _test_config(self, path: Path) -> Path:
+        """What the test adds to the site's hub: free ports, its Slurm, an admin token."""
+        path.write_text(
+            f"c.JupyterHub.hub_port = {free_port()}\n"
+            f"c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:{free_port()}'\n"
+            # Servers report their activity often, so that a busy one is never culled.
+            "c.Spawner.environment = {'JUPYTERHUB_ACTIVITY_INTERVAL': '5'}\n"
+            "c.Spawner.env_keep.append('SLURM_CONF')\n"
+            "c.JupyterHub.last_activity_interval = 5\n"
+            "c.JupyterHub.services.append({'name': 'test', 'api_token': "
+            f"{self.token!r}}})\n"
+            "c.JupyterHub.load_roles.append({'name': 'test', 'services': ['test'], "
+            "'scopes': ['admin:users', 'admin:servers', 'list:users']})\n"
+        )
+        path.chmod(0o600)  # the admin token
+        return path
+
+    def _answers(self) -> bool:
+        try:
+            return requests.get(f"{self.url}/hub/api", timeout=5).status_code == 200
+        except requests.ConnectionError:
+            return False
+
+    def api(self, method: str, path: str, body: dict | None = None) -> requests.Response:
+        return requests.request(
+            method,
+            f"{self.url}/hub/api{path}",
+            headers={"Authorization": f"token {self.token}"},
+            json=body,
+            timeout=30,
+        )
+
+    def login(self, user: User) -> requests.Session:
+        """A browser-like session logged in as *user* (the login form, with its XSRF token)."""
+        session = requests.Session()
+        session.get(f"{self.url}/hub/login", timeout=30)
+        reply = session.post(
+            f"{self.url}/hub/login",
+            data={
+                "username": user.name,
+                "password": self.passwords[user.name],
+                "_xsrf": session.cookies.get("_xsrf", path="/hub/"),
+            },
+            timeout=30,
+        )
+        assert reply.status_code == 200 and "jupyterhub-hub-login" in session.cookies, reply.text
+        return session
+
+    def wait_ready(self, user: User, seconds: float = 150) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            server = self.api("GET", f"/users/{user.name}").json()["servers"].get("", {})
+            if server.get("ready"):
+                return
+            assert server.get("pending") or server, self.log.read_text()[-4000:]
+            time.sleep(1)
+        raise AssertionError(f"no server for {user.name}:\n" + self.log.read_text()[-4000:])
+
+    def jobs_of(self, user: User) -> list[str]:
+        result = subprocess.run(
+            ["squeue", "-h", "-u", user.name, "-o", "%i"],
+            capture_output=True,
+            text=True,
+            env=self.cluster.env,
+            check=True,
+        )
+        return result.stdout.split()
+
+    def wait_no_job(self, user: User, seconds: float = 90) -> None:
+        deadline = time.monotonic() + seconds
+        while self.jobs_of(user) and time.monotonic() < deadline:
+            time.sleep(1)
+        assert not self.jobs_of(user), self.log.read_text()[-4000:]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        subprocess.run(["groupdel", self.group], check=False)
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory):
+    missing = missing_requirements()
+    if missing:
+        pytest.skip(missing)
+    if PROXY is None:
+        pytest.skip("no configurable-http-proxy: apt-get install node-configurable-http-proxy")
+    with LocalCluster(tmp_path_factory.mktemp("cluster")) as cluster:
+        running = Hub(cluster, tmp_path_factory.mktemp("hub"))
+        try:
+            yield running
+        finally:
+            running.stop()
+
+
+def test_students_spawn_through_slurm_and_reach_only_their_own(hub: Hub) -> None:
+    student, other = hub.students
+    me = hub.login(student)
+    form = me.get(f"{hub.url}/hub/spawn", timeout=30)
+    assert form.status_code == 200
+    for field in ("cores", "gpus", "memory_gb", "hours", "partition"):
+        assert f'name="{field}"' in form.text
+    spawned = me.post(
+        f"{hub.url}/hub/spawn",
+        data={**FORM, "partition": hub.cluster.partition, "_xsrf": me.cookies.get("_xsrf")},
+        timeout=60,
+    )
+    assert spawned.status_code == 200, spawned.text[-2000:]
+    hub.wait_ready(student)
+    (job,) = hub.jobs_of(student)
+
+    # The course in the students' mode, in the student's own folder.
+    lab = me.get(f"{hub.url}/user/{student.name}/lab", timeout=60)
+    assert lab.status_code == 200, lab.text[-2000:]
+    formgrader = me.get(f"{hub.url}/user/{student.name}/formgrader", timeout=30)
+    assert_students_mode(lab.text, formgrader.status_code)
+    listing = me.get(f"{hub.url}/user/{student.name}/api/contents/exercises/simt", timeout=30)
+    assert listing.status_code == 200 and "simt.ipynb" in listing.text
+    assert (student.home / "gpu-course" / "course" / "02-simt-model.ipynb").is_file()
+    log = student.home / f".gpu-course-hub-{job}.log"
+    assert "start-course: the course in" in log.read_text()
+
+    # The other student, and anyone not logged in, cannot reach it.
+    them = hub.login(other)
+    denied = them.get(f"{hub.url}/user/{student.name}/api/contents/exercises", timeout=60)
+    assert denied.status_code in (403, 404), denied.url
+    assert "simt" not in denied.text
+    anonymous = requests.get(f"{hub.url}/user/{student.name}/api/contents", timeout=30)
+    assert anonymous.history or anonymous.status_code in (401, 403)
+    assert "simt" not in anonymous.text
+    port = re.search(r"http://[^/\s]+:(\d+)/user/", log.read_text()).group(1)
+    direct = requests.get(
+        f"http://127.0.0.1:{port}/user/{student.name}/api/contents",
+        allow_redirects=False,
+        timeout=30,
+    )
+    assert direct.status_code in (302, 403)  # to the hub's login, never the files
+
+    # Stopping the server (the hub's "Stop My Server") cancels the job.
+    stopped = me.delete(
+        f"{hub.url}/hub/api/users/{student.name}/server",
+        headers={"X-XSRFToken": me.cookies.get("_xsrf", path="/hub/")},
+        timeout=60,
+    )
+    assert stopped.status_code in (202, 204), stopped.text
+    hub.wait_no_job(student, seconds=60)
+    assert job not in hub.cluster.squeue()
+
+
+def test_an_idle_server_is_culled_and_its_job_ends(hub: Hub) -> None:
+    _, other = hub.students
+    hub.login(other)  # known to the hub from then on
+    # user_options through the REST API are checked like the form's.
+    too_many = hub.api("POST", f"/users/{other.name}/server", {**FORM, "cores": "99"})
+    assert too_many.status_code == 400, too_many.text
+    started = hub.api("POST", f"/users/{other.name}/server", FORM)
+    assert started.status_code in (201, 202), started.text
+    hub.wait_ready(other)
+    (job,) = hub.jobs_of(other)
+    hub.wait_no_job(other, seconds=IDLE_MINUTES * 60 + 90)
+    assert job not in hub.cluster.squeue()
+    assert re.search(
+        rf"Culling server {other.name}\b|Culling server .*{other.name}", (hub.log.read_text())
+    ), hub.log.read_text()[-3000:]
+    assert json.loads(hub.api("GET", f"/users/{other.name}").text)["servers"] == {}
