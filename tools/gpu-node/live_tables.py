@@ -1,8 +1,8 @@
 """Turn the chapters' "your GPU beside the reference" logs into Markdown tables.
 
-    python tools/gpu-node/live_tables.py LIVEDIR > live.md
+    python tools/gpu-node/live_tables.py LIVEDIR [LIVEDIR ...] > live.md
 
-LIVEDIR holds one ``<chapter>.jsonl`` per executed chapter, written by
+Each LIVEDIR (one per machine) holds one ``<chapter>.jsonl`` per executed chapter, written by
 :func:`demos.live.side_by_side` when ``DEMOS_LIVE_LOG`` is set (the GPU-node
 notebook tool sets it). Each table gets the live and reference columns and
 whether the lesson's direction held live, ready to paste into BENCHMARKS.md.
@@ -42,23 +42,41 @@ def _verdict(entry: dict[str, Any]) -> str:
     ]
 
 
-def markdown(entries_by_chapter: dict[str, list[dict[str, Any]]]) -> str:
-    """One section per chapter, one table per logged measurement."""
+def markdown(runs: list[dict[str, list[dict[str, Any]]]]) -> str:
+    """One section per chapter, one table per measurement, one live column per run.
+
+    *runs* are :func:`read` results of the same chapters on different machines
+    (an H200 node, an H100 node, ...); the reference column comes from the first.
+    """
     lines: list[str] = []
-    for chapter, entries in entries_by_chapter.items():
+    first = runs[0]
+    for chapter, entries in first.items():
         lines += [f"### {chapter}", ""]
-        for entry in entries:
-            live_name = entry.get("machine") or "this machine"
-            lines += [
-                f"**{entry['title']}** ({_verdict(entry)}; measured in {entry['seconds']:.1f} s)",
-                "",
-                f"| | {live_name} | reference: {entry.get('reference_machine') or '-'} |",
-                "| --- | --- | --- |",
+        for k, entry in enumerate(entries):
+            same = [
+                run.get(chapter, [])[k] if k < len(run.get(chapter, [])) else None for run in runs
             ]
-            for row in entry["rows"]:
+            machines = [e.get("machine") or "this machine" if e else "-" for e in same]
+            verdicts = "; ".join(
+                f"{m}: {_verdict(e)}" for m, e in zip(machines, same) if e is not None
+            )
+            lines += [
+                f"**{entry['title']}** ({verdicts})",
+                "",
+                "| | "
+                + " | ".join(machines)
+                + f" | reference: {entry.get('reference_machine') or '-'} |",
+                "| --- |" + " --- |" * (len(runs) + 1),
+            ]
+            for r, row in enumerate(entry["rows"]):
+                live_cells = [
+                    _cell(e["rows"][r]["live"], row["unit"]) if e and r < len(e["rows"]) else "-"
+                    for e in same
+                ]
                 lines.append(
-                    f"| {row['label']} | {_cell(row['live'], row['unit'])} "
-                    f"| {_cell(row['reference'], row['unit'])} |"
+                    f"| {row['label']} | "
+                    + " | ".join(live_cells)
+                    + f" | {_cell(row['reference'], row['unit'])} |"
                 )
             lines.append("")
     return "\n".join(lines)
@@ -74,10 +92,10 @@ def read(folder: Path) -> dict[str, list[dict[str, Any]]]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
+    if not argv:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
-    print(markdown(read(Path(argv[0]))))
+    print(markdown([read(Path(folder)) for folder in argv]))
     return 0
 
 
