@@ -16,7 +16,8 @@ its kernel too):
   which copies such a link's target as root, too);
 * shared memory, files in ``/tmp`` and files in the notebook's folder beyond
   the limits;
-* a kernel that ends itself (the summary says so in one line).
+* a kernel that ends itself (the summary says so in one line);
+* a class whose graded folders are at their total (``--class-disk``).
 
 Afterwards the course files, the other students' files and the root-owned
 file are unchanged (hashes), no graded folder or feedback holds a link or
@@ -207,6 +208,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     feedback = run_nbgrader(root, [["generate_feedback", ASSIGNMENT]])
     after = _hash_tree(*watched)
     rows_after = gradebook_rows(root, leaving_out=graded_here)
+    class_full = _grade_again_in_a_full_class(root, "alice")
     yield {
         "root": root,
         "proc": proc,
@@ -216,9 +218,24 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
         "leftovers": leftovers,
         "plain": plain,
         "feedback": feedback,
+        "class_full": class_full,
     }
     shutil.rmtree(outside, ignore_errors=True)
     shutil.rmtree(backup, ignore_errors=True)
+
+
+def _grade_again_in_a_full_class(root: Path, student: str) -> dict:
+    """*student* graded again with ``--class-disk 1K``, which the others' graded folders fill."""
+    work = Path(tempfile.mkdtemp(prefix="grader-hands-full-", dir="/var/tmp"))
+    work.chmod(0o711)
+    command = ["autograde", ASSIGNMENT, "--student", student, "--class-disk", "1K"]
+    proc = run_grader(root, [*command, "--work", str(work)])
+    try:
+        return json.loads((work / "summary.json").read_text())[0]
+    except OSError:
+        pytest.fail(f"no summary: {proc.stdout}\n{proc.stderr[-3000:]}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _output(graded, student: str) -> str:
@@ -269,6 +286,17 @@ def test_links_and_huge_files_in_a_hand_in_are_left_out_and_flagged(graded) -> N
     ], flags
     tree = graded["root"] / "autograded" / "handed-links" / ASSIGNMENT
     assert sorted(p.name for p in tree.rglob("*")) == [f"{ASSIGNMENT}.ipynb"]
+
+
+def test_a_class_at_its_disk_total_keeps_its_scores_and_flags_what_was_not_copied(
+    graded,
+) -> None:
+    alice = graded["class_full"]
+    assert (alice["status"], alice["score"]) == ("graded", 10), alice
+    flag = "graded folder: simt.ipynb: "
+    assert [f for f in alice["flags"] if f.startswith(flag)], alice
+    assert all("past the class's 1 KB in autograded/ (--class-disk)" in f for f in alice["flags"])
+    assert not (graded["root"] / "autograded" / "alice" / ASSIGNMENT / "simt.ipynb").exists()
 
 
 def test_nothing_the_kernel_wrote_is_kept(graded) -> None:
