@@ -15,7 +15,7 @@ its kernel too):
   file) and a file over the size limit in its folder (for plain nbgrader,
   which copies such a link's target as root, too);
 * shared memory, files in ``/tmp`` and files in the notebook's folder beyond
-  the limits;
+  the limits, and more processes than ``--processes``;
 * a kernel that ends itself (the summary says so in one line);
 * a class whose graded folders are at their total (``--class-disk``).
 
@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -122,6 +123,20 @@ time.sleep(5)
 
 EXITS = "import os\nos._exit(3)"
 
+# more processes than --processes allows; the limit answers, the notebook goes on
+FORKS = r"""
+import subprocess
+started = []
+try:
+    for _ in range(200):
+        started.append(subprocess.Popen(["sleep", "60"]))
+except OSError as error:
+    print("STOPPED AT", len(started), type(error).__name__)
+for process in started:
+    process.kill()
+    process.wait()
+"""
+
 
 def _hash_tree(*paths: Path) -> dict[str, str]:
     out = {}
@@ -172,6 +187,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     _with(root, "bigfiles", first=FOLDER_FILES)
     _with(root, "exits", first=EXITS)
     _with(root, "spread", first=SPREAD)
+    _with(root, "forks", first=FORKS)
     # a hand-in that arrives with links and a huge file in it (an exchange, a manual copy)
     _with(root, "handed-links")
     handed = root / "submitted" / "handed-links" / ASSIGNMENT
@@ -190,13 +206,13 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     watched += [root / "submitted"]
     before = _hash_tree(*watched)
     students = "alice,links-first,links-last,backup,shm,tmpfiles,bigfiles,exits,spread"
-    students += ",handed-links"
+    students += ",handed-links,forks"
     graded_here = [*students.split(","), "plain"]
     rows_before = gradebook_rows(root, leaving_out=graded_here)
     work = Path(tempfile.mkdtemp(prefix="grader-hands-work-", dir="/var/tmp"))
     work.chmod(0o711)
     command = ["autograde", ASSIGNMENT, "multigpu", "--student", students, "--workers", "2"]
-    command += ["--memory", "1G", "--disk", "1536M", "--work", str(work)]
+    command += ["--memory", "1G", "--disk", "1536M", "--processes", "64", "--work", str(work)]
     proc = run_grader(root, command)
     try:
         summary = json.loads((work / ASSIGNMENT / "summary.json").read_text())
@@ -351,6 +367,13 @@ def test_files_in_the_sandboxes_own_memory_file_systems_are_limited(graded) -> N
     assert any(f.startswith(("disk:", "memory:")) for f in spread["flags"]), spread
 
 
+def test_processes_past_the_limit_are_refused_and_the_notebook_is_graded(graded) -> None:
+    text = _output(graded, "forks")
+    stopped = re.search(r"STOPPED AT (\d+) BlockingIOError", text)
+    assert stopped and int(stopped.group(1)) < 64, text[:2000]
+    assert scores(graded["root"])[(ASSIGNMENT, "forks")] == (10, 10)
+
+
 def test_a_kernel_that_ends_itself_is_reported_in_one_line(graded) -> None:
     exits = graded["summary"]["exits"]
     assert exits["status"] == "failed"
@@ -366,6 +389,6 @@ def test_honest_work_is_graded_as_before(graded) -> None:
 
 def test_a_student_without_a_submission_is_not_a_failure(graded) -> None:
     # multigpu was named in the same run for the same students; none handed it in
-    assert graded["proc"].stdout.count("no submission") == 10, graded["proc"].stdout
+    assert graded["proc"].stdout.count("no submission") == 11, graded["proc"].stdout
     assert "grade them again" in graded["proc"].stdout  # for the simt failures only
     assert "autograde multigpu --student" not in graded["proc"].stdout

@@ -99,3 +99,88 @@ def expected_block_sums(values: np.ndarray, blocks: int, threads: int) -> np.nda
     b."""
     owner = (np.arange(len(values)) % (blocks * threads)) // threads
     return np.bincount(owner, weights=values.astype(np.float64), minlength=blocks)
+
+
+# --- the kernel_patterns assignment: a weighted histogram and a block maximum -------------
+def weighted_histogram_report(
+    kernel: Any, values: np.ndarray, weights: np.ndarray, n_bins: int, blocks: int, threads: int
+) -> dict:
+    """Run ``kernel[blocks, threads](values, weights, totals)`` counted; what it did.
+
+    A weighted histogram reads two inputs and adds float32 weights, so it needs
+    its own launch: ``totals`` (the float32 bins), ``fewest_reads_of_a_value``/
+    ``most_reads_of_a_value``, ``most_reads_of_a_weight`` (a value out of range
+    needs no weight, so 0 is fine), ``plain_writes_to_totals``,
+    ``atomics_on_totals``, ``most_atomics_per_bin_and_block``,
+    ``shared_arrays`` and the fields of :func:`synchronisation` (a right kernel
+    has ``racy_shared_writes == 0``: ``block_totals[b] += w`` by many threads is
+    a race).
+    """
+    log = AccessLog()
+    inputs = [
+        log.wrap(np.ascontiguousarray(a), name)
+        for a, name in ((values, "values"), (weights, "weights"))
+    ]
+    totals = log.wrap(np.zeros(n_bins, np.float32), "totals")
+    with log.counting():
+        simulated(kernel)[blocks, threads](*inputs, totals)
+
+    def reads(name: str, n: int) -> list[int]:
+        return [log.reads.get((name, (i,)), 0) for i in range(n)]
+
+    return {
+        "totals": np.asarray(totals).copy(),
+        "fewest_reads_of_a_value": min(reads("values", len(values)), default=0),
+        "most_reads_of_a_value": max(reads("values", len(values)), default=0),
+        "most_reads_of_a_weight": max(reads("weights", len(weights)), default=0),
+        "plain_writes_to_totals": log.total(log.writes, "totals"),
+        "atomics_on_totals": log.total(log.atomics, "totals"),
+        "most_atomics_per_bin_and_block": log.max_atomics_per_bin_and_block("totals"),
+        "shared_arrays": log.shared_arrays,
+        **synchronisation(log, blocks, threads),
+    }
+
+
+def block_max_report(kernel: Any, values: np.ndarray, blocks: int, threads: int) -> dict:
+    """Run ``kernel[blocks, threads](values, maxima)`` counted (one maximum per block expected).
+
+    ``maxima`` (NaN where a block wrote nothing), the read counts,
+    ``writes_to_maxima``, ``atomics``, ``barriers_per_thread`` (the mean),
+    ``shared_arrays`` and the fields of :func:`synchronisation` (a right tree has
+    ``blocks_with_uneven_barriers == 0`` and ``racy_shared_reads == 0``).
+    """
+    log, maxima, reads = _counted_launch(
+        kernel, values, np.full(blocks, np.nan, values.dtype), "maxima", blocks, threads
+    )
+    return {
+        "maxima": np.asarray(maxima).copy(),
+        "fewest_reads_of_a_value": reads["fewest_reads_of_a_value"],
+        "most_reads_of_a_value": reads["most_reads_of_a_value"],
+        "writes_to_maxima": log.total(log.writes, "maxima"),
+        "atomics": log.total(log.atomics, "maxima") + log.total(log.atomics, "values"),
+        "barriers_per_thread": log.barriers / (blocks * threads),
+        "shared_arrays": log.shared_arrays,
+        **{k: v for k, v in reads.items() if "_reads_of_a_value" not in k},
+    }
+
+
+def expected_block_maxima(values: np.ndarray, blocks: int, threads: int) -> np.ndarray:
+    """What a grid-stride block maximum must give: block b's largest element (-inf if none)."""
+    owner = (np.arange(len(values)) % (blocks * threads)) // threads
+    maxima = np.full(blocks, -np.inf)
+    np.maximum.at(maxima, owner, values.astype(np.float64))
+    return maxima
+
+
+def weighted_measurements(
+    rng: np.random.Generator, n: int, n_bins: int, low: float, width: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """*n* float32 values and weights for a weighted histogram of *n_bins* bins from *low*.
+
+    Values fall in the bins and in two bins' width on either side (out of
+    range), never within 5 % of a bin's width from an edge, so float32 and
+    float64 arithmetic put each in the same bin; weights lie in [0.5, 1.5).
+    """
+    bins = rng.integers(-2, n_bins + 2, n)
+    values = (low + (bins + rng.uniform(0.05, 0.95, n)) * width).astype(np.float32)
+    return values, rng.uniform(0.5, 1.5, n).astype(np.float32)

@@ -160,9 +160,12 @@ class _Session:
         from demos.patterns import checks
 
         kernel = self.kernels[request["kernel"]]
-        function = {"histogram": checks.histogram_report, "block_sum": checks.block_sum_report}[
-            request["kind"]
-        ]
+        function = {
+            "histogram": checks.histogram_report,
+            "block_sum": checks.block_sum_report,
+            "weighted_histogram": checks.weighted_histogram_report,
+            "block_max": checks.block_max_report,
+        }[request["kind"]]
         return {"report": function(kernel, *request["args"], **request.get("kwargs", {}))}
 
 
