@@ -53,6 +53,8 @@ SUSPICIOUS_WORDS = {
     "inputtransformermanager": "changes IPython's input transformers",
     "procself": "reads the kernel's own process files",
 }
+#: Dunder attributes that are part of a library's ordinary public face.
+PUBLIC_DUNDERS = {"__version__", "__name__", "__doc__", "__qualname__"}
 #: Modules an answer has no use for: they reach the interpreter, not the problem.
 META_MODULES = {
     "sys",
@@ -160,7 +162,11 @@ def scan_code(source: str) -> list[str]:
                         reasons.append(f"assigns to {name}")
             elif isinstance(node, ast.Attribute) and _dotted(node) in ("sys.modules",):
                 reasons.append("uses sys.modules")
-            elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            elif (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and node.attr not in PUBLIC_DUNDERS
+            ):
                 reasons.append(f"uses a private attribute ({node.attr})")
             elif isinstance(node, ast.Attribute) and re.match(
                 r"(f|gi|cr|ag|tb|co)_\w+$", node.attr

@@ -53,7 +53,7 @@ from grader.verdicts.hidden_tests import Verdict, judge, split_hidden
 from grader.verdicts.kernel_runner import KernelRunner
 
 INTEGRITY_ERROR = "GradingIntegrityError"
-HIDDEN_TEST_FAILURE = "HiddenTestFailure"
+HIDDEN_TEST_FAILURE = "GradingFailure"
 STDERR_LABEL = "[stderr, not counted as an error] "
 
 # Evaluated by IPython in the student's namespace, outside every input transformer;

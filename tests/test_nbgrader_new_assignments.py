@@ -16,6 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbgrader_driver import (
+    ASSIGNMENTS,
     NEW_ASSIGNMENTS,
     assert_all_succeeded,
     hand_in,
@@ -119,8 +120,8 @@ def test_shortcuts_score_what_a_fair_grader_gives(graded: Path, student: str) ->
 
 
 def test_hidden_tests_are_seeded_and_hide_their_inputs() -> None:
-    """Hidden inputs come from demos.grading.rng (course secret), and no message quotes them."""
-    for assignment in NEW_ASSIGNMENTS:
+    """Hidden inputs come from grading.hidden_test (course secret), and no message quotes them."""
+    for assignment in ASSIGNMENTS + NEW_ASSIGNMENTS:
         nb = nbformat.read(
             Path(__file__).resolve().parents[1] / "solutions" / assignment / f"{assignment}.ipynb",
             as_version=4,
@@ -129,8 +130,7 @@ def test_hidden_tests_are_seeded_and_hide_their_inputs() -> None:
             if not cell.metadata.get("nbgrader", {}).get("grade"):
                 continue
             hidden = cell.source.split("### BEGIN HIDDEN TESTS")[1]
-            assert "grading_rng(" in hidden, cell.metadata["nbgrader"]["grade_id"]
-            assert "default_rng(" not in hidden, "hidden inputs must come from grading_rng"
+            assert "grading.hidden_test(" in hidden, cell.metadata["nbgrader"]["grade_id"]
             assert 'f"' not in hidden and "f'" not in hidden, (
                 "messages must not format hidden values"
             )
@@ -142,4 +142,4 @@ def test_hidden_tests_are_seeded_and_hide_their_inputs() -> None:
 def test_feedback_shows_no_hidden_test(graded: Path, assignment: str) -> None:
     text = page_text(graded / "feedback" / "bob" / assignment / f"{assignment}.html")
     assert "assert" in text, "the page should show the visible tests"
-    assert "grading_rng(" not in text and "uses_course_code(" not in text
+    assert "grading.hidden_test(" not in text and "is_course_code(" not in text

@@ -186,7 +186,7 @@ def _counting(calls: list[list[int]], function: Callable) -> Callable:
 
 
 def _call(request: dict) -> dict:
-    from demos.grading.watch import uses_course_code, watch
+    from demos.grading.watch import is_course_code, watch
 
     namespace = _user_namespace()
     name = request["name"]
@@ -199,7 +199,7 @@ def _call(request: dict) -> dict:
     calls: list[list[int]] = []
     counted_name = request.get("count_calls_of")
     saved = namespace.get(counted_name) if counted_name else None
-    reply: dict[str, Any] = {"course_code": bool(uses_course_code(namespace[name]))}
+    reply: dict[str, Any] = {"course_code": bool(is_course_code(namespace[name]))}
     with contextlib.ExitStack() as stack:
         if counted_name and saved is not None:
             namespace[counted_name] = _counting(calls, saved)
@@ -231,13 +231,17 @@ def _call(request: dict) -> dict:
 
 
 def _describe(name: str) -> dict:
-    """Is *name* defined in the notebook, and is it (or does it wrap) the course's own code?"""
-    from demos.grading.watch import uses_course_code
+    """Is *name* defined in the notebook, and is it the course's own code?
+
+    Identity only: a function of the student's that *calls* course code is
+    seen doing so at run time (the watch's course calls), in the call itself.
+    """
+    from demos.grading.watch import is_course_code
 
     namespace = _user_namespace()
     if name not in namespace:
         return {"defined": False, "course_code": False}
-    return {"defined": True, "course_code": bool(uses_course_code(namespace[name]))}
+    return {"defined": True, "course_code": bool(is_course_code(namespace[name]))}
 
 
 def _forbidden(path: str) -> Callable | None:
