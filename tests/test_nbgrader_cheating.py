@@ -120,15 +120,16 @@ CASES = [
         },
         8,
     ),
-    # cupy_port: 5 (squared_distances) + 5 (chunked)
+    # cupy_port: 5 (gaussian_affinities) + 5 (kernel_density)
     (
         "cupy-course-code",
         "cupy_port",
         {
-            "cupy-distances": (
+            "cupy-affinities": (
                 "from demos.distance.generic import distance_matrix\n"
-                "def squared_distances(x, y):\n"
-                "    return distance_matrix(x, y)"
+                "def gaussian_affinities(x, y, scales):\n"
+                "    xp = get_array_module(x)\n"
+                "    return xp.exp(-0.5 * distance_matrix(x / scales, y / scales))"
             )
         },
         0,
@@ -137,11 +138,12 @@ CASES = [
         "cupy-numpy-only",
         "cupy_port",
         {
-            "cupy-distances": (
-                "def squared_distances(x, y):\n"
-                "    x, y = np.asarray(x), np.asarray(y)\n"
-                "    return np.einsum('ij,ij->i', x, x)[:, None] - 2 * (x @ y.T)"
-                " + np.einsum('ij,ij->i', y, y)[None, :]"
+            "cupy-affinities": (
+                "def gaussian_affinities(x, y, scales):\n"
+                "    s = np.asarray(scales)\n"
+                "    x, y = np.asarray(x) / s, np.asarray(y) / s\n"
+                "    return np.exp(x @ y.T - 0.5 * np.einsum('ij,ij->i', x, x)[:, None]"
+                " - 0.5 * np.einsum('ij,ij->i', y, y)[None, :])"
             )
         },
         0,
@@ -150,13 +152,24 @@ CASES = [
         "cupy-numpy-buffer",
         "cupy_port",
         {
-            "cupy-chunked": (
-                "def chunked_squared_distances(x, y, rows_per_chunk):\n"
-                "    out = np.empty((x.shape[0], y.shape[0]))\n"
+            "cupy-density": (
+                "def kernel_density(x, y, scales, rows_per_chunk):\n"
+                "    out = np.empty(x.shape[0])\n"
                 "    for start in range(0, x.shape[0], rows_per_chunk):\n"
-                "        out[start:start + rows_per_chunk] = "
-                "squared_distances(x[start:start + rows_per_chunk], y)\n"
+                "        band = slice(start, start + rows_per_chunk)\n"
+                "        out[band] = gaussian_affinities(x[band], y, scales).mean(axis=1)\n"
                 "    return out"
+            )
+        },
+        5,
+    ),
+    (  # right numbers, but the whole (n, m) matrix at once: the bands are what Part 2 asks for
+        "cupy-whole-matrix",
+        "cupy_port",
+        {
+            "cupy-density": (
+                "def kernel_density(x, y, scales, rows_per_chunk):\n"
+                "    return gaussian_affinities(x, y, scales).mean(axis=1)"
             )
         },
         5,
@@ -211,36 +224,66 @@ CASES = [
         },
         5,
     ),
-    # multigpu: 3 (split) + 4 (map) + 3 (sum)
-    (
+    # multigpu: 3 (weighted_split) + 4 (smooth) + 3 (moments)
+    (  # even pieces, not by speed; the later parts are graded against the student's own split
         "multi-array-split",
         "multigpu",
-        {"multi-split": ("def split(array, parts):\n    return np.array_split(array, parts)")},
+        {
+            "multi-split": (
+                "def weighted_split(array, speeds):\n    return np.array_split(array, len(speeds))"
+            )
+        },
         7,
     ),
     (
         "multi-one-at-a-time",
         "multigpu",
         {
-            "multi-map": (
-                "def map_on_devices(func, array, devs):\n"
-                "    results = []\n"
-                "    for device, chunk in zip(devs, split(array, len(devs))):\n"
+            "multi-smooth": (
+                "def smooth_on_devices(array, devs, speeds):\n"
+                "    padded, out, lo = np.pad(array, 1, mode='edge'), [], 0\n"
+                "    for device, piece in zip(devs, weighted_split(array, speeds)):\n"
+                "        hi = lo + len(piece)\n"
                 "        with device:\n"
-                "            results.append(device.asnumpy(func(device.asarray(chunk), device.xp)))"
-                "\n"
-                "    return np.concatenate(results)"
+                "            w = device.asarray(padded[lo:hi + 2])\n"
+                "            out.append(device.asnumpy((w[:-2] + w[1:-1] + w[2:]) / 3))\n"
+                "        lo = hi\n"
+                "    return np.concatenate(out)"
             ),
-            "multi-sum": (
-                "def sum_on_devices(array, devs):\n"
-                "    total = 0.0\n"
-                "    for device, chunk in zip(devs, split(array, len(devs))):\n"
+            "multi-moments": (
+                "def moments_on_devices(array, devs, speeds):\n"
+                "    parts = []\n"
+                "    for device, piece in zip(devs, weighted_split(array, speeds)):\n"
                 "        with device:\n"
-                "            total += float(device.asnumpy(device.xp.sum(device.asarray(chunk))))\n"
-                "    return total"
+                "            x = device.asarray(piece)\n"
+                "            parts.append((len(piece), float(device.asnumpy(x.mean())),\n"
+                "                          float(device.asnumpy(((x - x.mean()) ** 2).sum()))))\n"
+                "    n = sum(p[0] for p in parts)\n"
+                "    mean = sum(k * m for k, m, _ in parts) / n\n"
+                "    squares = sum(s + k * (m - mean) ** 2 for k, m, s in parts)\n"
+                "    return mean, squares / n"
             ),
         },
         3,
+    ),
+    (  # the shortcut E[x^2] - E[x]^2 loses every digit for data around 1e8
+        "multi-naive-variance",
+        "multigpu",
+        {
+            "multi-moments": (
+                "def moments_on_devices(array, devs, speeds):\n"
+                "    sums = []\n"
+                "    for device, piece in zip(devs, weighted_split(array, speeds)):\n"
+                "        with device:\n"
+                "            x = device.asarray(piece)\n"
+                "            sums.append(device.xp.stack([x.sum(), (x * x).sum()]))\n"
+                "    host = sum(d.asnumpy(s) for d, s in zip(devs, sums))\n"
+                "    total, squares = float(host[0]), float(host[1])\n"
+                "    mean = total / len(array)\n"
+                "    return mean, squares / len(array) - mean * mean"
+            )
+        },
+        7,
     ),
     # cnn: 5 (structure) + 5 (forward)
     ("cnn-course-code", "cnn", {"cnn-model": "from demos.cnn.model import build_model"}, 0),
@@ -273,15 +316,21 @@ CELL_SCORES = {
         "simt-test-kernel": 4,
         "simt-test-launch-size": 4,
     },
-    "cupy-course-code": {"cupy-test-distances": 0, "cupy-test-chunked": 0},
-    "cupy-numpy-only": {"cupy-test-distances": 0, "cupy-test-chunked": 0},
-    "cupy-numpy-buffer": {"cupy-test-distances": 5, "cupy-test-chunked": 0},
+    "cupy-course-code": {"cupy-test-affinities": 0, "cupy-test-density": 0},
+    "cupy-numpy-only": {"cupy-test-affinities": 0, "cupy-test-density": 0},
+    "cupy-numpy-buffer": {"cupy-test-affinities": 5, "cupy-test-density": 0},
+    "cupy-whole-matrix": {"cupy-test-affinities": 5, "cupy-test-density": 0},
     "numba-course-kernel": {"numba-test-kernel": 0, "numba-test-launch": 5},
     "numba-patched-assert": {"numba-test-kernel": 0, "numba-test-launch": 0},
     "numba-uncoalesced": {"numba-test-kernel": 0, "numba-test-launch": 5},
     "numba-numpy-matrix": {"numba-test-kernel": 5, "numba-test-launch": 0},
-    "multi-array-split": {"multi-test-split": 0, "multi-test-map": 4, "multi-test-sum": 3},
-    "multi-one-at-a-time": {"multi-test-split": 3, "multi-test-map": 0, "multi-test-sum": 0},
+    "multi-array-split": {"multi-test-split": 0, "multi-test-smooth": 4, "multi-test-moments": 3},
+    "multi-one-at-a-time": {"multi-test-split": 3, "multi-test-smooth": 0, "multi-test-moments": 0},
+    "multi-naive-variance": {
+        "multi-test-split": 3,
+        "multi-test-smooth": 4,
+        "multi-test-moments": 0,
+    },
     "cnn-course-code": {"cnn-test-structure": 0, "cnn-test-forward": 0},
 }
 

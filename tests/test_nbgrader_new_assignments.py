@@ -2,8 +2,10 @@
 
 The instructor's solutions must get full marks, the released blanks nothing,
 and submissions that cut corners what a fair grader gives: the course
-package's own kernels score 0, a histogram without the shared-memory step keeps
-only its correctness points, a pipeline that still waits for the GPU in every
+package's own kernels score 0, and so do chapter 4b's model answers pasted in
+(the assignment asks for other kernels), a histogram without the shared-memory
+step keeps only its correctness points, a block maximum that starts from the
+sum's 0 loses its part, a pipeline that still waits for the GPU in every
 iteration loses the synchronisation points. Without a GPU the kernels run in
 Numba's CUDA simulator and the array module is NumPy behind a counter; the
 hidden tests count the same things on a GPU grader, so the scores are the same.
@@ -35,14 +37,49 @@ COURSE_KERNELS = {
         "pat-histogram",
     ): "from demos.patterns.kernels import histogram_shared_kernel\n"
     "histogram_kernel = histogram_shared_kernel(N_BINS)\n",
-    ("kernel_patterns", "pat-sum"): "from demos.patterns.kernels import tree_sum_kernel\n"
-    "block_sum_kernel = tree_sum_kernel('float32')\n",
+    ("kernel_patterns", "pat-max"): "from demos.patterns.kernels import tree_sum_kernel\n"
+    "block_max_kernel = tree_sum_kernel('float32')\n",
+}
+
+
+def _chapter_answer(name: str, renamed: str) -> str:
+    """A model answer of chapter 4b as a student would paste it: imports dropped, kernel renamed."""
+    answers = Path(__file__).resolve().parents[1] / "demos" / "checks" / "answers"
+    source = (answers / f"{name}.py").read_text()
+    kept = [line for line in source.splitlines() if not line.startswith(("from ", "import "))]
+    return "\n".join(kept).replace(f"def {name}(", f"def {renamed}(")
+
+
+CHAPTER_ANSWERS = {
+    ("kernel_patterns", "pat-histogram"): _chapter_answer("histogram_shared", "histogram_kernel"),
+    ("kernel_patterns", "pat-max"): _chapter_answer("block_sum_kernel", "block_max_kernel"),
 }
 NO_SHARED_MEMORY = {
     ("kernel_patterns", "pat-histogram"): "@cuda.jit\n"
-    "def histogram_kernel(values, bins):\n"
+    "def histogram_kernel(values, weights, totals):\n"
     "    for i in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):\n"
-    "        cuda.atomic.add(bins, values[i], 1)\n",
+    "        v = values[i]\n"
+    "        if v >= LOW and v < HIGH:\n"
+    "            cuda.atomic.add(totals, min(int((v - LOW) / WIDTH), N_BINS - 1), weights[i])\n",
+}
+MAX_FROM_ZERO = {  # the block sum's start value: wrong for values that are all negative
+    ("kernel_patterns", "pat-max"): "@cuda.jit\n"
+    "def block_max_kernel(values, maxima):\n"
+    "    best = cuda.shared.array(BLOCK, float32)\n"
+    "    t = cuda.threadIdx.x\n"
+    "    mine = float32(0)\n"
+    "    for i in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):\n"
+    "        mine = max(mine, values[i])\n"
+    "    best[t] = mine\n"
+    "    cuda.syncthreads()\n"
+    "    s = BLOCK // 2\n"
+    "    while s > 0:\n"
+    "        if t < s:\n"
+    "            best[t] = max(best[t], best[t + s])\n"
+    "        cuda.syncthreads()\n"
+    "        s //= 2\n"
+    "    if t == 0:\n"
+    "        maxima[cuda.blockIdx.x] = best[0]\n",
 }
 STILL_SYNCING = {
     ("profiling", "prof-fast"): "def fast_pipeline(xp, batches):\n"
@@ -70,7 +107,9 @@ ONE_ASNUMPY = {  # another right answer: one transfer of all results, with xp.as
 # student -> (assignment, replaced cells, expected score out of 10)
 SHORTCUTS = {
     "carl": ("kernel_patterns", COURSE_KERNELS, 0.0),
-    "dora": ("kernel_patterns", NO_SHARED_MEMORY, 7.0),  # histogram correct (2) + the whole sum (5)
+    "dora": ("kernel_patterns", NO_SHARED_MEMORY, 7.0),  # histogram correct (2) + the whole max (5)
+    "hana": ("kernel_patterns", MAX_FROM_ZERO, 5.0),  # the histogram (5), the max 0
+    "jade": ("kernel_patterns", CHAPTER_ANSWERS, 0.0),  # the chapter's answers solve other problems
     "emil": ("profiling", STILL_SYNCING, 6.0),  # right numbers (2) + timeline (4), syncs 0
     "fay": ("profiling", COURSE_TIMELINE, 6.0),  # pipeline (6), the course's timeline code 0
     "gus": ("profiling", ONE_ASNUMPY, 10.0),  # a different right answer gets full marks
