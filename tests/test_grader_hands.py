@@ -15,7 +15,7 @@ its kernel too):
   file) and a file over the size limit in its folder (for plain nbgrader,
   which copies such a link's target as root, too);
 * shared memory, files in ``/tmp`` and files in the notebook's folder beyond
-  the limits, and more processes than ``--processes``;
+  the limits, more processes than ``--processes`` and more CPU time than ``--cpu``;
 * a kernel that ends itself (the summary says so in one line);
 * a class whose graded folders are at their total (``--class-disk``).
 
@@ -123,6 +123,9 @@ time.sleep(5)
 
 EXITS = "import os\nos._exit(3)"
 
+# more CPU time than --cpu allows, in one cell that would otherwise run until its timeout
+BURNS = "while True:\n    pass"
+
 # more processes than --processes allows; the limit answers, the notebook goes on
 FORKS = r"""
 import subprocess
@@ -188,6 +191,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     _with(root, "exits", first=EXITS)
     _with(root, "spread", first=SPREAD)
     _with(root, "forks", first=FORKS)
+    _with(root, "burns", first=BURNS)
     # a hand-in that arrives with links and a huge file in it (an exchange, a manual copy)
     _with(root, "handed-links")
     handed = root / "submitted" / "handed-links" / ASSIGNMENT
@@ -206,13 +210,14 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     watched += [root / "submitted"]
     before = _hash_tree(*watched)
     students = "alice,links-first,links-last,backup,shm,tmpfiles,bigfiles,exits,spread"
-    students += ",handed-links,forks"
+    students += ",handed-links,forks,burns"
     graded_here = [*students.split(","), "plain"]
     rows_before = gradebook_rows(root, leaving_out=graded_here)
     work = Path(tempfile.mkdtemp(prefix="grader-hands-work-", dir="/var/tmp"))
     work.chmod(0o711)
     command = ["autograde", ASSIGNMENT, "multigpu", "--student", students, "--workers", "2"]
-    command += ["--memory", "1G", "--disk", "1536M", "--processes", "64", "--work", str(work)]
+    command += ["--memory", "1G", "--disk", "1536M", "--processes", "64", "--cpu", "20"]
+    command += ["--work", str(work)]
     proc = run_grader(root, command)
     try:
         summary = json.loads((work / ASSIGNMENT / "summary.json").read_text())
@@ -374,6 +379,12 @@ def test_processes_past_the_limit_are_refused_and_the_notebook_is_graded(graded)
     assert scores(graded["root"])[(ASSIGNMENT, "forks")] == (10, 10)
 
 
+def test_cpu_time_past_the_limit_stops_the_kernel(graded) -> None:
+    burns = graded["summary"]["burns"]
+    assert burns["status"] == "failed" and burns["seconds"] < 55, burns  # the cell's timeout: 60
+    assert "the kernel died while a cell ran" in " ".join(burns["flags"]), burns
+
+
 def test_a_kernel_that_ends_itself_is_reported_in_one_line(graded) -> None:
     exits = graded["summary"]["exits"]
     assert exits["status"] == "failed"
@@ -389,6 +400,6 @@ def test_honest_work_is_graded_as_before(graded) -> None:
 
 def test_a_student_without_a_submission_is_not_a_failure(graded) -> None:
     # multigpu was named in the same run for the same students; none handed it in
-    assert graded["proc"].stdout.count("no submission") == 11, graded["proc"].stdout
+    assert graded["proc"].stdout.count("no submission") == 12, graded["proc"].stdout
     assert "grade them again" in graded["proc"].stdout  # for the simt failures only
     assert "autograde multigpu --student" not in graded["proc"].stdout
