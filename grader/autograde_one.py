@@ -1,6 +1,6 @@
 """One student's ``nbgrader autograde``, forked from a process that has nbgrader loaded.
 
-Importing nbgrader takes about 3 s on the course's 2-core machine (most of it
+Importing nbgrader takes about 3 s on a 2-core machine (most of it
 in ``jsonschema``'s format checker, which nbformat pulls in and which compiles a
 grammar at import), which was half of a student's grading time. So
 :mod:`grader.batch` starts one multiprocessing *forkserver* that imports this
@@ -20,6 +20,7 @@ from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config.loader import PyFileConfigLoader
 
+from grader.preprocessors import GuardedExecute  # noqa: F401  (with the hidden-test machinery)
 from grader.processes import die_with_parent
 
 

@@ -139,6 +139,8 @@ class GuardedExecute(Execute):
 
     def _preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
         self._runner = self._stack.enter_context(KernelRunner())
+        if any("cuda.jit" in cell.source for cell in nb.cells if cell.cell_type == "code"):
+            self._runner.start()  # the student's kernels will be run: start while the kernel starts
         self._hidden: dict[int, str] = {}
         originals: dict[int, str] = {}
         for index, cell in enumerate(nb.cells):

@@ -54,10 +54,14 @@ class KernelRunner:
             env=env,
         )
 
-    def request(self, **request: Any) -> dict:
-        """Send one request; its reply (``{"error": ...}`` when the kernel failed)."""
+    def start(self) -> None:
+        """Start the process now (its imports then overlap with the notebook's kernel starting)."""
         if self._process is None or self._process.poll() is not None:
             self._process = self._start()
+
+    def request(self, **request: Any) -> dict:
+        """Send one request; its reply (``{"error": ...}`` when the kernel failed)."""
+        self.start()
         process = self._process
         assert process.stdin is not None and process.stdout is not None
         try:
