@@ -21,6 +21,11 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
 APP = DEPLOY / "ondemand" / "gpu-course"
+if not DEPLOY.is_dir():
+    pytest.skip(
+        "deploy/ (the course hub and OnDemand app) is instructor material, not in this edition",
+        allow_module_level=True,
+    )
 sys.path[:0] = [str(DEPLOY), str(DEPLOY / "jupyterhub")]
 from course_session import Request, Session  # noqa: E402 (deploy/ is on the path now)
 
@@ -36,11 +41,6 @@ __all__ = [
     "write_site",
 ]
 
-if not DEPLOY.is_dir():
-    pytest.skip(
-        "deploy/ (the course hub and OnDemand app) is instructor material, not in this edition",
-        allow_module_level=True,
-    )
 RUBY = shutil.which("ruby")
 needs_ruby = pytest.mark.skipif(
     RUBY is None, reason="renders the OnDemand app's ERB with Ruby: apt-get install ruby"
