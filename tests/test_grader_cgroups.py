@@ -30,6 +30,7 @@ from grader import cgroup_parent
 from grader.cgroup_parent import FALLBACK, LEAF, LEAF_MADE, SITE, place
 
 PID = str(os.getpid())
+REPO = Path(__file__).resolve().parents[1]
 
 
 class FakeKernel:
@@ -143,6 +144,29 @@ def test_a_systemd_unit_must_be_delegated(
     delegated = place(kernel.mount, "/system.slice/grading.service")
     assert (delegated.parent, delegated.way) == (unit, LEAF_MADE), (marked, delegated)
     assert kernel.procs(unit / LEAF) == [PID]
+
+
+def _sandbox_report(**env: str) -> str:
+    """What ``python -m grader sandbox`` says about memory here."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "grader", "--course", str(REPO), "sandbox"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env={**os.environ, **env},
+    )
+    return next(line for line in proc.stdout.splitlines() if line.startswith("memory:"))
+
+
+def test_the_sandbox_command_says_which_path_was_taken() -> None:
+    here = _sandbox_report()
+    ways = (SITE, LEAF_MADE, "cgroups v1 memory hierarchy", FALLBACK)
+    assert any(way in here for way in ways), here
+    off = _sandbox_report(GRADER_CGROUP="off")
+    assert off.startswith("memory: no cgroup per notebook (fallback: GRADER_CGROUP=off"), off
+    assert "mapped shared memory against --memory" in off
+    assert "/tmp, /var/tmp and /dev/shm count against --disk and are capped in size" in off
 
 
 # ---------------------------------------------------------------- the real kernel
