@@ -341,7 +341,7 @@ def test_honest_submission_has_no_flags(
     "grade_id, edit",
     [
         ("pat-setup", lambda source: source + "\nimport subprocess"),  # a locked code cell
-        ("pat-test-sum", lambda source: "pass"),  # an autograder test
+        ("pat-test-max", lambda source: "pass"),  # an autograder test
         ("pat-task1", lambda source: source.replace("5 points", "50 points")),  # a task text
     ],
 )
@@ -378,7 +378,7 @@ def test_answer_cells_are_scanned_whatever_their_metadata_says(
 ) -> None:
     """Which cells are answers comes from the gradebook: unmarking one does not hide it."""
     nb = _read("solutions", "kernel_patterns")
-    index = _index(nb, "pat-sum")
+    index = _index(nb, "pat-max")
     nb.cells[index].source = "from demos.patterns.kernels import tree_sum_kernel\n"
     nb.cells[index].metadata["nbgrader"]["solution"] = False
     flags = _flags(tmp_path, nb, template_db)

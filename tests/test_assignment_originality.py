@@ -1,0 +1,95 @@
+"""The graded answers of the transfer assignments cannot be copied from the student edition.
+
+Students get the course package, the chapters' model answers included
+(``demos/checks/answers/``, printed by ``show_answer``). An assignment whose
+solution is one of those files grades copying, not the skill: the
+``kernel_patterns`` histogram used to share 92 % of its lines with the
+chapter's ``histogram_shared``. ``kernel_patterns``, ``cupy_port`` and
+``multigpu`` therefore ask for new problems that need the chapters' skills.
+For every solution cell of these assignments:
+
+* no function has the structure of a function of the course package
+  (:func:`grader.verdicts.originality.matches_course_code`, the check the
+  grader flags copied kernels with);
+* at most a third of its code lines occur in any one model answer (lines
+  compared without comments and spacing; the old solutions shared 53 to 92 %).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader.verdicts.originality import matches_course_code
+
+REPO = Path(__file__).resolve().parents[1]
+TRANSFER_ASSIGNMENTS = ["kernel_patterns", "cupy_port", "multigpu"]
+#: The largest share of a solution's lines that one model answer may hold.
+MOST_SHARED_LINES = 1 / 3
+
+
+def _code_lines(source: str) -> list[str]:
+    """Non-blank lines without comments, nbgrader markers or differences in spacing."""
+    lines = []
+    for line in source.splitlines():
+        line = re.sub(r"\s+", " ", re.sub(r"#.*", "", line)).strip()
+        if line:
+            lines.append(line)
+    return lines
+
+
+def _solution_cells() -> list[tuple[str, str]]:
+    """(``assignment/grade id``, source) of every solution cell of the transfer assignments."""
+    cells = []
+    for assignment in TRANSFER_ASSIGNMENTS:
+        path = REPO / "solutions" / assignment / f"{assignment}.ipynb"
+        for cell in nbformat.read(path, as_version=4).cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if cell.cell_type == "code" and meta.get("solution"):
+                cells.append((f"{assignment}/{meta['grade_id']}", cell.source))
+    return cells
+
+
+SOLUTIONS = _solution_cells()
+MODEL_ANSWERS = sorted((REPO / "demos" / "checks" / "answers").glob("*.py"))
+
+
+def test_every_transfer_assignment_has_solution_cells() -> None:
+    found = {name.split("/")[0] for name, _ in SOLUTIONS}
+    assert found == set(TRANSFER_ASSIGNMENTS)
+    assert len(MODEL_ANSWERS) > 10, "the chapters' model answers were not found"
+
+
+@pytest.mark.parametrize(("name", "source"), SOLUTIONS, ids=[n for n, _ in SOLUTIONS])
+def test_no_solution_function_is_the_course_code(name: str, source: str) -> None:
+    functions = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)]
+    assert functions, f"{name} defines no function"
+    for function in functions:
+        text = ast.get_source_segment(source, function)
+        assert not matches_course_code(text), (
+            f"{name}: {function.name} has the structure of a function the course ships"
+        )
+
+
+@pytest.mark.parametrize(("name", "source"), SOLUTIONS, ids=[n for n, _ in SOLUTIONS])
+def test_no_solution_is_mostly_a_model_answer(name: str, source: str) -> None:
+    mine = _code_lines(source.replace("### BEGIN SOLUTION", "").replace("### END SOLUTION", ""))
+    for answer in MODEL_ANSWERS:
+        theirs = set(_code_lines(answer.read_text()))
+        shared = sum(line in theirs for line in mine) / len(mine)
+        assert shared <= MOST_SHARED_LINES, (
+            f"{name} shares {shared:.0%} of its lines with demos/checks/answers/{answer.name}"
+        )
+
+
+def test_the_check_sees_a_copied_answer() -> None:
+    """The chapter's histogram answer, renamed, is caught by both checks (they can fail)."""
+    answer = (REPO / "demos" / "checks" / "answers" / "histogram_shared.py").read_text()
+    copied = answer.replace("histogram_shared", "histogram_kernel").replace("local", "mine")
+    assert matches_course_code(copied[copied.index("@cuda.jit") :])
+    lines = _code_lines(copied)
+    assert sum(line in set(_code_lines(answer)) for line in lines) / len(lines) > 0.5
