@@ -34,6 +34,14 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
         "the measured lessons: divergence, coalescing, copies, NumPy",
     ),
     ("plot",): ("demos.plots", "draw the course figures from benchmark JSON"),
+    ("cluster", "dask"): (
+        "demos.cluster.dask_jobs",
+        "chapter 6 on several nodes: Dask workers as Slurm/LSF jobs, one per GPU",
+    ),
+    ("cluster", "mpi"): (
+        "demos.cluster.mpi_ranks",
+        "chapter 6 on several nodes: one MPI rank per GPU (srun --mpi=pmi2 -n N ...)",
+    ),
 }
 
 
