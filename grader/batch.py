@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader import box as boxes
-from grader import cgroups, sandbox
+from grader import cell_budgets, cgroups, sandbox
 from grader.check import check_submission
 from grader.flags import FLAGS_ENV
 from grader.processes import BASE_UID, claim_uids, kill_user_processes, unreachable
@@ -48,6 +48,7 @@ c.CourseDirectory.db_url = {db_url!r}
 # The run's limits and this worker's user id; the sandbox is made in box/.
 c.GuardedExecute.sandbox_policy = {policy!r}
 c.GuardedExecute.box_folder = {box!r}
+c.GuardedExecute.cell_budgets = {budgets!r}
 """
 
 
@@ -85,6 +86,8 @@ class Batch:
     #: Whether notebooks see the GPUs; None: yes, unless the course's
     #: ``c.Grader.without_gpu`` lists the assignment.
     gpu: bool | None = None
+    #: Per-cell limits measured on the solution (set by :func:`prepare`; see grader.cell_budgets).
+    cell_budgets: Path | None = None
 
     def __post_init__(self) -> None:
         self.course = self.course.resolve()
@@ -132,6 +135,10 @@ def prepare(batch: Batch) -> Path:
     template = batch.work / "template.db"
     shutil.copy2(main_db, template)
     template.chmod(0o600)
+    timeout = int(_course_config(batch.course).Execute.get("timeout", 60))
+    batch.cell_budgets = cell_budgets.budgets_file(
+        batch.course, batch.assignment, batch.work, timeout
+    )
     return template
 
 
@@ -184,6 +191,7 @@ def student_copy(
             db_url=f"sqlite:///{root / 'gradebook.db'}",
             policy=str(root / "limits.json"),
             box=str(root / "box"),
+            budgets=str(batch.cell_budgets or ""),
         )
     )
     (root / "nbgrader_config.py").chmod(0o600)

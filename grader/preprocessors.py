@@ -46,6 +46,7 @@ from traitlets import Unicode
 
 from demos.grading import wire
 from grader import box as boxes
+from grader import cell_budgets
 from grader.flags import record_flag
 from grader.sandbox import Policy
 from grader.verdicts.context import Submission
@@ -103,8 +104,18 @@ class GuardedExecute(Execute):
     box_folder = Unicode(
         "", help="Where the notebook's sandbox is made; empty: a temporary folder."
     ).tag(config=True)
+    cell_budgets = Unicode(
+        "",
+        help="Per-cell time limits measured on the solution (grader.cell_budgets), written by "
+        "python -m grader; empty: every cell gets Execute.timeout.",
+    ).tag(config=True)
 
     def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
+        limits = cell_budgets.load_limits(self.cell_budgets)
+        if limits:
+            self.timeout_func = lambda cell: limits.get(
+                cell.get("metadata", {}).get("nbgrader", {}).get("grade_id"), self.timeout
+            )
         with contextlib.ExitStack() as stack:
             self._stack = stack
             self._box: boxes.Box | None = None

@@ -1,0 +1,117 @@
+"""Time limits per cell, from how long the instructor's own solution takes there.
+
+One limit for every cell (nbgrader's ``Execute.timeout``) must cover the
+slowest honest cell of any assignment, so a student's endless loop in a quick
+cell holds a grading worker for that whole time: with a class of 200, a few
+such notebooks decide when the run ends. ``python -m grader autograde`` runs
+the solution once per assignment (cached until the solution changes), times
+each graded and answer cell, and gives every notebook's cell of that id
+:func:`budget` seconds: a generous multiple of the solution's time with a
+floor, so a slower machine or a busy one never stops an honest answer. Cells
+without an id (a student's own) keep the configured timeout.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+import tempfile
+from datetime import datetime
+from pathlib import Path
+
+import nbformat
+
+#: No cell is given less than this (seconds): start-up costs, a busy machine.
+FLOOR_SECONDS = 15
+#: A cell may take this many times what the solution took there...
+FACTOR = 6
+#: ...plus this much.
+SLACK_SECONDS = 5
+
+
+def budget(solution_seconds: float, timeout: int) -> int:
+    """The limit of a cell the solution ran in *solution_seconds*; never above *timeout*."""
+    return min(timeout, max(FLOOR_SECONDS, math.ceil(FACTOR * solution_seconds + SLACK_SECONDS)))
+
+
+def _seconds(cell: nbformat.NotebookNode) -> float | None:
+    timing = cell.get("metadata", {}).get("execution", {})
+    start, end = timing.get("iopub.execute_input"), timing.get("shell.execute_reply")
+    if not (start and end):
+        return None
+    elapsed = _instant(end) - _instant(start)
+    return max(0.0, elapsed.total_seconds())
+
+
+def _instant(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def measure(solution: Path, timeout: int) -> dict[str, float]:
+    """Seconds the solution notebook spends in each cell with a grade id (run here, now).
+
+    Only what the kernel runs when grading is timed: the hidden tests are left out.
+    """
+    from jupyter_client import KernelManager
+    from nbclient import NotebookClient
+
+    from grader.verdicts.hidden_tests import split_hidden
+
+    nb = nbformat.read(solution, as_version=4)
+    for cell in nb.cells:  # hidden tests run in the grader, not in a kernel
+        if cell.cell_type == "code":
+            cell.source = split_hidden(cell.source)[0]
+    folder = tempfile.mkdtemp(prefix="cell-budgets-")
+    kernel = KernelManager(transport="ipc", ip=str(Path(folder) / "kernel"))  # no TCP port
+    client = NotebookClient(
+        nb,
+        km=kernel,
+        timeout=timeout,
+        record_timing=True,
+        allow_errors=True,
+        resources={"metadata": {"path": str(solution.parent)}},
+    )
+    try:
+        client.execute()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    times = {}
+    for cell in nb.cells:
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        seconds = _seconds(cell) if cell.cell_type == "code" else None
+        if grade_id and seconds is not None:
+            times[grade_id] = seconds
+    return times
+
+
+def budgets_file(course: Path, assignment: str, work: Path, timeout: int) -> Path | None:
+    """A JSON file of ``{grade_id: seconds}`` for *assignment*, measured once per solution version.
+
+    ``None`` (every cell keeps *timeout*) when the solution cannot be run here.
+    """
+    solution = course / "solutions" / assignment / f"{assignment}.ipynb"
+    if not solution.is_file():
+        return None
+    digest = hashlib.sha256(solution.read_bytes()).hexdigest()[:16]
+    target = work / f"cell-budgets-{digest}.json"
+    if not target.is_file():
+        try:
+            times = measure(solution, timeout)
+        except Exception as error:  # noqa: BLE001  (the solution failing here only costs speed)
+            print(
+                f"grader: cell limits not measured ({type(error).__name__}); "
+                f"every cell gets {timeout} s"
+            )
+            return None
+        limits = {grade_id: budget(seconds, timeout) for grade_id, seconds in times.items()}
+        target.write_text(json.dumps({"solution_seconds": times, "limits": limits}, indent=1))
+    return target
+
+
+def load_limits(path: str) -> dict[str, int]:
+    """The ``limits`` of a file :func:`budgets_file` wrote (empty when *path* is empty)."""
+    if not path:
+        return {}
+    return {str(k): int(v) for k, v in json.loads(Path(path).read_text())["limits"].items()}
