@@ -42,6 +42,26 @@ def _verdict(entry: dict[str, Any]) -> str:
     ]
 
 
+def _run_gpu(run: dict[str, list[dict[str, Any]]]) -> str | None:
+    """The GPU a run was made on: the machine of its first GPU measurement."""
+    for entries in run.values():
+        for entry in entries:
+            machine = entry.get("machine") or ""
+            if machine and not machine.startswith("this machine") and machine != "no GPU":
+                return machine
+    return None
+
+
+def _column(entry: dict[str, Any] | None, gpu: str | None) -> str:
+    """A live column's header; a CPU measurement names the GPU node it ran on."""
+    if entry is None:
+        return "-"
+    machine = entry.get("machine") or "this machine"
+    if machine.startswith("this machine") and gpu:
+        return machine.replace("this machine", f"{gpu} node, CPU")
+    return machine
+
+
 def markdown(runs: list[dict[str, list[dict[str, Any]]]]) -> str:
     """One section per chapter, one table per measurement, one live column per run.
 
@@ -50,13 +70,14 @@ def markdown(runs: list[dict[str, list[dict[str, Any]]]]) -> str:
     """
     lines: list[str] = []
     first = runs[0]
+    gpus = [_run_gpu(run) for run in runs]
     for chapter, entries in first.items():
         lines += [f"### {chapter}", ""]
         for k, entry in enumerate(entries):
             same = [
                 run.get(chapter, [])[k] if k < len(run.get(chapter, [])) else None for run in runs
             ]
-            machines = [e.get("machine") or "this machine" if e else "-" for e in same]
+            machines = [_column(e, gpu) for e, gpu in zip(same, gpus)]
             verdicts = "; ".join(
                 f"{m}: {_verdict(e)}" for m, e in zip(machines, same) if e is not None
             )
