@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from demos.lessons import bench, coalescing, divergence, numpy_baseline
+from demos.lessons import bench, coalescing, copies, divergence, numpy_baseline
 
 
 def test_a_float64_warp_store_spans_8_sectors_coalesced_and_32_strided() -> None:
@@ -63,3 +63,23 @@ def test_shipped_lessons_json_records_its_hardware() -> None:
     for lesson in ("divergence", "coalescing", "copies"):
         entry = data["results"][lesson]
         assert ("skipped" in entry) == (not data["environment"]["gpus"])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("module", [divergence, coalescing, copies], ids=lambda m: m.__name__)
+def test_live_lesson_sized_for_this_gpu_shows_its_effect(module) -> None:
+    """What a chapter prints on a GPU node: the lesson at the size chosen from this GPU."""
+    result = module.live(repeats=5)
+    assert module.TABLE.expect.holds(result), f"{module.TABLE.expect.claim}: {result}"
+
+
+@pytest.mark.gpu
+def test_overlap_hides_most_of_the_copies_behind_compute() -> None:
+    import cupy as cp
+
+    from demos.profiling import bench as profiling_bench
+    from demos.profiling.lesson import OVERLAP_TABLE
+
+    result = profiling_bench.overlap(cp, chunk_bytes=16 * 2**20, chunks=8)
+    assert result["correct"]
+    assert OVERLAP_TABLE.expect.holds(result), result["2_streams"]["copy_overlapped_ms"]
