@@ -93,6 +93,14 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--output", type=Path, default=Path("grader/results"))
 
     sub.add_parser("sandbox", help="say what the grading sandbox can isolate on this machine")
+    from grader import selftest
+
+    selftest.add_arguments(
+        sub.add_parser(
+            "selftest",
+            help="grade each solution and blank release with real nbgrader (full marks / none?)",
+        )
+    )
     task = sub.add_parser("task", help=argparse.SUPPRESS)  # one Slurm array task
     task.add_argument("batch_file", type=Path)
     task.add_argument("index", type=int)
@@ -120,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         for warning in sandbox.environment_warnings():
             print(f"warning: {warning}")
         return 0
+    if args.command == "selftest":
+        return selftest.main(course, args)
     if args.command == "collect":
         from grader.collect import collect_all
 

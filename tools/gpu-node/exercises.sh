@@ -1,29 +1,15 @@
 #!/usr/bin/env bash
-# Run every assignment on this GPU node: model solutions must pass, blank releases must fail.
-#   tools/gpu-node/exercises.sh OUTDIR
+# Grade every assignment on this GPU node: model solutions must get full marks, blank releases none.
+#   tools/gpu-node/exercises.sh OUTDIR [ASSIGNMENT...]
 # On a GPU the assignments use CuPy, the real devices and compiled kernels instead
-# of NumPy and the simulator, so this checks their GPU paths. Writes
-# OUTDIR/exercises.txt (one line per notebook) and the executed notebooks.
-# Exits 1 if a solution fails or a blank release passes.
+# of NumPy and the simulator, so this checks their GPU paths. The hidden tests run
+# in the grader, so each solution and blank release is graded by real nbgrader
+# autograde in a scratch copy of the course (python -m grader selftest). Writes
+# OUTDIR/exercises.txt (one line per assignment) and OUTDIR/exercises.json.
+# Exits 1 if a solution loses points or a blank release gains any.
 set -uo pipefail
 source "$(dirname "$0")/common.sh"
-bad=0
-for notebook in solutions/*/*.ipynb exercises/*/*.ipynb; do
-    kind=${notebook%%/*}
-    target="$OUTDIR/executed/$kind"
-    mkdir -p "$target"
-    if "$PY" -m jupyter nbconvert --to notebook --execute --output-dir "$target" \
-        --ExecutePreprocessor.timeout=600 "$notebook" > "$target/$(basename "$notebook").log" 2>&1; then
-        passed=yes
-    else
-        passed=no
-    fi
-    if [[ $kind == solutions && $passed == yes ]] || [[ $kind == exercises && $passed == no ]]; then
-        verdict=OK
-    else
-        verdict=WRONG
-        bad=1
-    fi
-    echo "$verdict $notebook (ran without error: $passed)" | tee -a "$OUTDIR/exercises.txt"
-done
-exit "$bad"
+PATH="$(dirname "$PY"):$PATH"  # nbgrader runs alembic from the environment's bin/
+export PATH
+"$PY" -m grader selftest --json "$OUTDIR/exercises.json" "$@" | tee "$OUTDIR/exercises.txt"
+exit "${PIPESTATUS[0]}"
