@@ -202,3 +202,22 @@ def test_published_links_have_sources_and_the_network_is_the_slowest() -> None:
     assert nvlink.gb_per_s_each_way > pcie.gb_per_s_each_way > network.gb_per_s_each_way
     assert links.seconds_to_send(12e9, network) == pytest.approx(0.24)
     assert "InfiniBand NDR" in links.table(12e9)
+
+
+def test_a_part_given_a_slot_runs_pinned_to_that_gpu() -> None:
+    """In a fresh process: pinning must come before CUDA starts, and must not touch this one."""
+    code = (
+        "from demos.cluster import work\n"
+        "report = work.run_part(work.Problem('sum', 1000), 1, 2, gpu_slot=1)\n"
+        "print(report['visible'], report['elements'])"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": "5,7"},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "7 (500, 1000)"

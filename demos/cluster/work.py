@@ -131,13 +131,18 @@ def vector(columns: int) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ one part, anywhere
-def run_part(problem: Problem, part: int, parts: int, gpu_slot: int = 0) -> dict[str, Any]:
+def run_part(
+    problem: Problem, part: int, parts: int, gpu_slot: int | None = None
+) -> dict[str, Any]:
     """Compute part *part* of *parts* on this process's GPU (or CPU); a report with the value.
 
+    With *gpu_slot* (a worker's or rank's place on its node), the process is
+    first pinned to that GPU; without, it uses whatever it sees (a notebook).
     The report says where it ran (host, Slurm/LSF job, ``CUDA_VISIBLE_DEVICES``,
     GPU or CPU), which elements it did, and holds the partial result in ``value``.
     """
-    pin_to_gpu(gpu_slot)
+    if gpu_slot is not None:
+        pin_to_gpu(gpu_slot)
     rows = split_ranges(problem.size, parts)[part]
     gpu = _on_gpu()
     if problem.example == "sum":
