@@ -29,6 +29,10 @@ course_copy_missing() { # $1 = edition, $2 = the student's folder, $3... = folde
 start_course() { # "$@" = the server command
     local module
     umask 077
+    # A job submitted without the user's environment (OnDemand's copy_environment: false)
+    # may start without HOME.
+    : "${HOME:=$(getent passwd "$(id -un)" | cut -d: -f6)}"
+    export HOME
     for module in $COURSE_MODULES; do
         module load "$module" || { echo "start-course: module load $module failed" >&2; exit 3; }
     done

@@ -112,6 +112,21 @@ def get(url: str, token: str | None = None) -> tuple[int, str]:
         return error.code, ""
 
 
+def redirect(url: str, token: str) -> str:
+    """Where the server sends a request for *url* (its default page, for the base URL)."""
+
+    class Keep(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
+    try:
+        urllib.request.build_opener(Keep).open(request, timeout=20)
+    except urllib.error.HTTPError as error:
+        return error.headers.get("Location", "")
+    return ""
+
+
 def test_ondemand_session_under_slurm(cluster: LocalCluster) -> None:
     student = cluster.student
     edition = make_edition(cluster.shared / "edition")
@@ -162,6 +177,11 @@ def test_ondemand_session_under_slurm(cluster: LocalCluster) -> None:
         while not connection.exists() and time.monotonic() < deadline:
             assert job_id in cluster.squeue(), (staged / "output.log").read_text()
             time.sleep(0.5)
+        state = subprocess.run(
+            ["squeue", "-h", "-j", job_id, "-o", "%T %r"], env=cluster.env, capture_output=True
+        )
+        log = staged / "output.log"
+        assert connection.exists(), (state.stdout, log.exists() and log.read_text()[-3000:])
         time.sleep(0.5)  # written in one printf; let it land
         info = yaml.safe_load(connection.read_text())
         assert connection.stat().st_mode & 0o077 == 0
@@ -175,6 +195,9 @@ def test_ondemand_session_under_slurm(cluster: LocalCluster) -> None:
         assert get(base + "api/status")[0] == 403
         assert get(base + "api/status", "x" * 32)[0] == 403
         assert get(f"http://127.0.0.1:{info['port']}/api/status", token)[0] == 404
+        assert redirect(base, token).startswith(
+            base[base.index("/node/") :] + "lab/tree/course/README.md"
+        )
         status, page = get(base + "lab", token)
         assert status == 200
         assert_students_mode(page, get(base + "formgrader", token)[0])

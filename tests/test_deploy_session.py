@@ -237,6 +237,16 @@ def test_hub_spawner_job_script(site: Path, scheduler: str) -> None:
         assert lint.returncode == 0, lint.stdout
 
 
+def test_lsf_spawner_finds_the_host_of_a_job_with_several_cores(site: Path) -> None:
+    from course_spawner import CourseLsfSpawner
+
+    spawner = CourseLsfSpawner(user=SimpleNamespace(name="alice", url="/"), site=str(site))
+    spawner.job_status = "RUN 4*node01"
+    assert spawner.state_isrunning() and spawner.state_gethost() == "node01"
+    spawner.job_status = "RUN node02"
+    assert spawner.state_gethost() == "node02"
+
+
 def _copy_missing(edition: Path, workspace: Path) -> None:
     subprocess.run(
         [

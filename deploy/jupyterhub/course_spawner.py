@@ -108,6 +108,11 @@ class CourseLsfSpawner(CourseSpawnerMixin, LsfSpawner):
     scheduler = "lsf"
     batch_script = Unicode(LSF_SCRIPT).tag(config=True)
 
+    def state_gethost(self) -> str | None:
+        # bjobs names the host of a job with several cores as "4*node01".
+        host = super().state_gethost()
+        return host.split("*")[-1] if host else host
+
 
 def spawner_for(scheduler: str) -> type:
     return {"slurm": CourseSlurmSpawner, "lsf": CourseLsfSpawner}[scheduler]
