@@ -127,6 +127,20 @@ def test_hub_and_launcher_ask_the_scheduler_the_same(site: Path, scheduler: str)
     )
 
 
+def test_launcher_starts_the_same_mode_and_idle_time() -> None:
+    """bin/gpu-jupyter (in a copy of the course) sets the mode and idle time session.yml names."""
+    script = subprocess.run(
+        [str(LAUNCHER), "--dry-run", "me@login"], capture_output=True, text=True, check=True
+    ).stdout
+    settings = Session(None).settings
+    config_path = ":".join(f"$PWD/{p}" for p in settings["mode"]["config_path"])
+    data_path = ":".join(f"$PWD/{p}" for p in settings["mode"]["data_path"])
+    assert f'export JUPYTER_CONFIG_PATH="{config_path}$' in script
+    assert f'export JUPYTER_PATH="{data_path}$' in script
+    idle = Session(None).job_environment()["COURSE_IDLE_SECONDS"]
+    assert f"--ServerApp.shutdown_no_activity_timeout={idle} " in script
+
+
 @needs_ruby
 @pytest.mark.parametrize("scheduler", ["slurm", "lsf"])
 def test_ondemand_app_asks_what_the_hub_asks(tmp_path: Path, site: Path, scheduler: str) -> None:
