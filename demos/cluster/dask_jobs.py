@@ -31,6 +31,7 @@ from typing import Any
 from demos.cluster import work
 
 SCHEDULERS = {"slurm": "sbatch", "lsf": "bsub"}
+MEMORY_GB_PER_WORKER = 16  # host memory: a worker's slab of the chapter's mat-vec is 3 GB
 
 
 class ClusterError(RuntimeError):
@@ -87,7 +88,7 @@ def job_options(args: argparse.Namespace) -> dict[str, Any]:
     options: dict[str, Any] = {
         "cores": cores,
         "processes": workers,
-        "memory": args.memory,
+        "memory": args.memory or f"{MEMORY_GB_PER_WORKER * workers}GB",
         "walltime": walltime(args.scheduler, args.time),
         "queue": args.queue,
         "python": args.python,
@@ -246,7 +247,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cores", type=int, default=None, help="CPU cores per job (default: one per worker)"
     )
-    parser.add_argument("--memory", default="8GB", help="memory per job (default 8GB)")
+    parser.add_argument(
+        "--memory",
+        default=None,
+        help=f"memory per job, e.g. 64GB (default: {MEMORY_GB_PER_WORKER}GB per worker)",
+    )
     parser.add_argument(
         "--time", default="00:30", help="run-time limit per job, HH:MM or minutes (default 00:30)"
     )

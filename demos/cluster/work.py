@@ -33,6 +33,7 @@ DEFAULT_SIZE = {"sum": 10_000_000, "matvec": 4_000, "lorenz": 20_000}
 DEFAULT_COLUMNS = 20_000
 DEFAULT_STEPS = 1_000
 LORENZ_DT = 0.001
+_BLOCK_ELEMENTS = 4_000_000  # matvec rows are made in blocks of about this many entries
 # float32 GPU/Numba results against the float64 NumPy reference
 MATVEC_RTOL = 1e-4
 LORENZ_ATOL = 2e-3  # as tests/test_multigpu_gpu.py allows after 1000 steps
@@ -119,10 +120,18 @@ def _on_gpu() -> bool:
 
 # ------------------------------------------------------------------ the inputs
 def matrix_rows(start: int, stop: int, columns: int) -> np.ndarray:
-    """Rows ``start:stop`` of the mat-vec's A, float32, values in [0, 1] (no cancellation)."""
-    i = np.arange(start, stop, dtype=np.float64)[:, None]
-    j = np.arange(columns, dtype=np.float64)[None, :]
-    return (0.5 + 0.5 * np.sin(1e-3 * i + 7e-4 * j)).astype(np.float32)
+    """Rows ``start:stop`` of the mat-vec's A, float32, values in [0, 1] (no cancellation).
+
+    Made a block of rows at a time, so that the float64 arithmetic behind each
+    entry never needs more than a small multiple of the float32 slab's memory.
+    """
+    out = np.empty((stop - start, columns), dtype=np.float32)
+    j = 7e-4 * np.arange(columns, dtype=np.float64)
+    step = max(1, _BLOCK_ELEMENTS // max(columns, 1))
+    for first in range(start, stop, step):
+        i = 1e-3 * np.arange(first, min(first + step, stop), dtype=np.float64)
+        out[first - start : first - start + len(i)] = 0.5 + 0.5 * np.sin(i[:, None] + j)
+    return out
 
 
 def vector(columns: int) -> np.ndarray:
@@ -189,7 +198,9 @@ def one_node(problem: Problem) -> Any:
         return reference(problem.size)
     if problem.example == "matvec":
         x = vector(problem.columns).astype(np.float64)
-        blocks = split_ranges(problem.size, max(1, problem.size * problem.columns // 50_000_000))
+        blocks = split_ranges(
+            problem.size, max(1, problem.size * problem.columns // _BLOCK_ELEMENTS)
+        )
         return np.concatenate(
             [matrix_rows(b.start, b.stop, problem.columns).astype(np.float64) @ x for b in blocks]
         )
