@@ -49,15 +49,20 @@ class Hub:
         self.token = secrets.token_hex(24)
         self.log = state / "jupyterhub.log"
         self.passwords = {u.name: secrets.token_urlsafe(12) for u in self.students}
+        self.group = f"{cluster.student.name}g"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        """Passwords and a group for the students, the site file, then JupyterHub itself."""
         for user in self.students:
             subprocess.run(
                 ["chpasswd"], input=f"{user.name}:{self.passwords[user.name]}\n", text=True,
                 check=True,
             )  # fmt: skip
-        self.group = f"{cluster.student.name}g"
         subprocess.run(["groupadd", self.group], check=True)
         for user in self.students:
             subprocess.run(["usermod", "-aG", self.group, user.name], check=True)
+        cluster, state = self.cluster, self.state
         site = write_site(
             state / "site.yml",
             scheduler="slurm",
@@ -175,7 +180,7 @@ class Hub:
         assert not self.jobs_of(user), self.log.read_text()[-4000:]
 
     def stop(self) -> None:
-        if self.process.poll() is None:
+        if self.process is not None and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
                 self.process.wait(timeout=60)
@@ -195,6 +200,7 @@ def hub(tmp_path_factory: pytest.TempPathFactory):
     with LocalCluster(tmp_path_factory.mktemp("cluster")) as cluster:
         running = Hub(cluster, tmp_path_factory.mktemp("hub"))
         try:
+            running.start()
             yield running
         finally:
             running.stop()
