@@ -52,6 +52,15 @@ def test_parts_in_any_order_give_the_one_node_answer(problem: work.Problem, part
     assert ok, line
 
 
+@pytest.mark.parametrize("example", work.EXAMPLES)
+def test_more_processes_than_work_still_agree(example: str) -> None:
+    problem = work.Problem(example, 3, columns=5, steps=10)
+    reports = [work.run_part(problem, part, 5) for part in range(5)]
+    assert sum(r["elements"][1] == r["elements"][0] for r in reports) == 2  # two idle parts
+    ok, line = work.check(problem, work.combine(problem, reports))
+    assert ok, line
+
+
 def test_a_wrong_answer_is_caught() -> None:
     problem = work.Problem("matvec", 40, columns=30)
     wrong = work.one_node(problem).copy()

@@ -118,6 +118,17 @@ def _on_gpu() -> bool:
     return hardware.cupy_available()
 
 
+def _gpu_name() -> str:
+    from demos import hardware
+
+    return hardware.gpus()[0].name
+
+
+def _empty(problem: Problem) -> np.ndarray:
+    """The result of a part with no rows: no mat-vec entries, no trajectories."""
+    return np.empty((0,) if problem.example == "matvec" else (0, 3), dtype=np.float32)
+
+
 # ------------------------------------------------------------------ the inputs
 def matrix_rows(start: int, stop: int, columns: int) -> np.ndarray:
     """Rows ``start:stop`` of the mat-vec's A, float32, values in [0, 1] (no cancellation).
@@ -154,15 +165,16 @@ def run_part(
         pin_to_gpu(gpu_slot)
     rows = split_ranges(problem.size, parts)[part]
     gpu = _on_gpu()
-    if problem.example == "sum":
+    if rows.start == rows.stop:  # more parts than work: nothing to launch
+        value: Any = 0.0 if problem.example == "sum" else _empty(problem)
+    elif problem.example == "sum":
         from demos.multigpu.workload import sum_of_squares
 
-        value: Any = sum_of_squares(rows.start, rows.stop)["sum"]
+        value = sum_of_squares(rows.start, rows.stop)["sum"]
     elif problem.example == "matvec":
         from demos.multigpu.matvec import matvec
 
-        slab = matrix_rows(rows.start, rows.stop, problem.columns)
-        value = matvec(slab, vector(problem.columns), 1) if len(slab) else slab[:, 0]
+        value = matvec(matrix_rows(rows.start, rows.stop, problem.columns), vector(problem.columns))
     else:
         from demos.multigpu import lorenz
 
@@ -177,7 +189,7 @@ def run_part(
         "pid": os.getpid(),
         "job": os.environ.get("SLURM_JOB_ID") or os.environ.get("LSB_JOBID"),
         "visible": os.environ.get(VISIBLE_ENV),
-        "where": "GPU" if gpu else "CPU",
+        "where": f"GPU {_gpu_name()}" if gpu else "CPU",
         "value": value,
     }
 
