@@ -5,11 +5,11 @@ scheduler is asked for them, the environment and the students' mode) and a
 site file on top (``deploy/site.example.yml``, copied to
 ``/etc/gpu-course/site.yml`` or named by ``GPU_COURSE_SITE``). A student's
 choice from a form becomes a :class:`Request`, checked against the limits and
-the site's lists before anything reaches a scheduler; :func:`scheduler_words`
+the site's lists before anything reaches a scheduler; :meth:`Session.scheduler_words`
 turns it into scheduler options from the table in session.yml, which the
 OnDemand app reads as well (``ondemand/gpu-course/course.rb``).
 
-``python deploy/course_session.py [--site FILE] [--lsf]`` prints the job script
+``python deploy/course_session.py [--site FILE] [--scheduler lsf]`` prints the job script
 the hub would submit for the default choices: a dry run for an instructor.
 """
 

@@ -213,6 +213,13 @@ def test_students_spawn_through_slurm_and_reach_only_their_own(hub: Hub) -> None
     assert form.status_code == 200
     for field in ("cores", "gpus", "memory_gb", "hours", "partition"):
         assert f'name="{field}"' in form.text
+    refused = me.post(
+        f"{hub.url}/hub/spawn",
+        data={**FORM, "cores": "99", "_xsrf": me.cookies.get("_xsrf")},
+        timeout=60,
+    )
+    assert "cores must be from 1 to 16" in refused.text  # the form again, with the reason
+    assert not hub.jobs_of(student)
     spawned = me.post(
         f"{hub.url}/hub/spawn",
         data={**FORM, "partition": hub.cluster.partition, "_xsrf": me.cookies.get("_xsrf")},
