@@ -109,6 +109,10 @@ def open_box(limits: Policy, notebook_dir: Path, folder: Path, private: list[Pat
     return Box(folder, policy, cgroup, left_out)
 
 
+class LinkedHandIn(RuntimeError):
+    """A hand-in whose notebook or folder is a symbolic link: nbgrader read it as root."""
+
+
 def _undo_followed_links(notebook_dir: Path, work: Path) -> list[str]:
     """Take out of *notebook_dir* and the kernel's copy *work* what came from a link in the hand-in.
 
@@ -116,27 +120,35 @@ def _undo_followed_links(notebook_dir: Path, work: Path) -> list[str]:
     ``submitted/<student>/<assignment>/`` into the folder it grades with
     ``shutil.copy``, which follows links: run as root, a link to a file only
     root may read arrives as a copy of that file, which the student's code
-    would print into its feedback. ``python -m grader autograde`` hands
-    nbgrader a copy without links, so this finds nothing there. Only
-    nbgrader's default folder names (``autograded``, ``submitted``) are known.
+    would print into its feedback. A notebook, or the folder, that is a link
+    has already been read through it (the solutions' notebook would score
+    full marks), so that student is not graded: :class:`LinkedHandIn`.
+    ``python -m grader autograde`` hands nbgrader a copy without links, so
+    this finds nothing there. Only nbgrader's default folder names
+    (``autograded``, ``submitted``) are known.
     """
     if len(notebook_dir.parts) < 4 or notebook_dir.parts[-3] != "autograded":
         return []
     student, assignment = notebook_dir.parts[-2:]
-    hand_in = notebook_dir.parents[2] / "submitted" / student / assignment
-    real_hand_in = hand_in.resolve()
-    found = []
-    for folder, _, files in os.walk(notebook_dir):
-        for name in files:
-            relative = (Path(folder) / name).relative_to(notebook_dir)
-            if (hand_in / relative).exists() and (
-                (hand_in / relative).resolve() != real_hand_in / relative
-            ):
-                found.append(relative)
-    for relative in found:
-        (notebook_dir / relative).unlink(missing_ok=True)
-        (work / relative).unlink(missing_ok=True)
-    return [f"{relative}: a symbolic link in the hand-in, not followed" for relative in found]
+    submitted = notebook_dir.parents[2] / "submitted"
+    hand_in = submitted / student / assignment
+    for path in (submitted / student, hand_in):
+        if path.is_symlink():
+            raise LinkedHandIn(f"{path.relative_to(submitted)} is a symbolic link: not graded")
+    linked = [
+        (Path(folder) / name).relative_to(hand_in)
+        for folder, folders, files in os.walk(hand_in)
+        for name in [*folders, *files]
+        if (Path(folder) / name).is_symlink()
+    ]
+    notebooks = [str(path) for path in linked if path.suffix == ".ipynb"]
+    if notebooks:
+        raise LinkedHandIn(f"{', '.join(notebooks)} in the hand-in is a symbolic link: not graded")
+    for relative in linked:
+        for copy in (notebook_dir / relative, work / relative):
+            if copy.is_file() and not copy.is_symlink():
+                copy.unlink()
+    return [f"{relative}: a symbolic link in the hand-in, not followed" for relative in linked]
 
 
 def close_left_behind(folder: Path) -> list[str]:

@@ -216,7 +216,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     work = Path(tempfile.mkdtemp(prefix="grader-hands-work-", dir="/var/tmp"))
     work.chmod(0o711)
     command = ["autograde", ASSIGNMENT, "multigpu", "--student", students, "--workers", "2"]
-    command += ["--memory", "1G", "--disk", "1536M", "--processes", "64", "--cpu", "20"]
+    command += ["--memory", "1G", "--disk", "1536M", "--processes", "64", "--cpu", "10"]
     command += ["--work", str(work)]
     proc = run_grader(root, command)
     try:
@@ -380,8 +380,9 @@ def test_processes_past_the_limit_are_refused_and_the_notebook_is_graded(graded)
 
 
 def test_cpu_time_past_the_limit_stops_the_kernel(graded) -> None:
+    # stopped by its cell's 60 s timeout instead, it would have been graded (10/10)
     burns = graded["summary"]["burns"]
-    assert burns["status"] == "failed" and burns["seconds"] < 55, burns  # the cell's timeout: 60
+    assert burns["status"] == "failed", burns
     assert "the kernel died while a cell ran" in " ".join(burns["flags"]), burns
 
 

@@ -10,7 +10,9 @@ process. Its kernel runs in the same sandbox (``GuardedExecute``), so:
 * the config and ``demos/`` cannot be edited, so no later student's feedback
   shows hidden tests;
 * a split cell (one grade id twice) fails that student alone; the next one is
-  graded.
+  graded;
+* a notebook handed in as a link (to the solutions, say), which nbgrader
+  reads as root, is not graded.
 """
 
 from __future__ import annotations
@@ -100,10 +102,14 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     )
     split.cells.insert(index, nbformat.v4.new_code_cell("x = 1", metadata=dict(cell.metadata)))
     _hand_in(root, "c-split", split)
+    # a hand-in whose notebook is a link to the solutions (nbgrader reads it as root)
+    linked = root / "submitted" / "c-linked" / ASSIGNMENT
+    linked.mkdir(parents=True)
+    (linked / f"{ASSIGNMENT}.ipynb").symlink_to(root / "solutions" / ASSIGNMENT / "simt.ipynb")
     _hand_in(root, "d-honest", _solution(root))
     watched = [root / "nbgrader_config.py", REPO / "demos" / "__init__.py"]
     before = {str(p): _digest(p) for p in watched}
-    students = ["a-daemon", "b-honest", "c-split", "d-honest"]
+    students = ["a-daemon", "b-honest", "c-split", "c-linked", "d-honest"]
     rows_before = gradebook_rows(root, leaving_out=students)
     results = run_nbgrader(root, [["autograde", ASSIGNMENT, s] for s in students])
     return {
@@ -136,6 +142,16 @@ def test_a_process_left_behind_cannot_touch_the_next_student(graded) -> None:
     before, after = graded["rows"]
     assert before["grade"] and before["comment"]
     assert [table for table in before if before[table] != after.get(table)] == []
+
+
+def test_a_notebook_that_is_a_link_is_not_graded(graded) -> None:
+    linked = graded["results"]["c-linked"]
+    assert not linked["success"]
+    assert "simt.ipynb in the hand-in is a symbolic link: not graded" in linked["log"], linked
+    assert (ASSIGNMENT, "c-linked") not in scores(graded["root"]) or scores(graded["root"])[
+        (ASSIGNMENT, "c-linked")
+    ][0] == 0
+    assert not list((graded["root"] / "autograded" / "c-linked").rglob("*.ipynb"))
 
 
 def test_a_split_cell_does_not_stop_the_students_after_it(graded) -> None:
