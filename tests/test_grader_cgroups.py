@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import cgroup_parent
-from grader.cgroup_parent import FALLBACK, LEAF, LEAF_MADE, SITE, place
+from grader import cgroup_parent, cgroups
+from grader.cgroup_parent import FALLBACK, LEAF, LEAF_MADE, SITE, Placement, place
 
 PID = str(os.getpid())
 REPO = Path(__file__).resolve().parents[1]
@@ -144,6 +144,17 @@ def test_a_systemd_unit_must_be_delegated(
     delegated = place(kernel.mount, "/system.slice/grading.service")
     assert (delegated.parent, delegated.way) == (unit, LEAF_MADE), (marked, delegated)
     assert kernel.procs(unit / LEAF) == [PID]
+
+
+def test_each_notebooks_cgroup_is_made_under_the_placements_parent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GRADER_CGROUP", raising=False)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(cgroups, "placement", lambda: Placement(tmp_path, LEAF_MADE, "here"))
+    made = cgroups.create("grader-60001", 1 << 30)
+    assert made is not None and made.path == tmp_path / "grader-60001" and made.version == 2
+    assert (made.path / "memory.max").read_text() == str(int((1 << 30) * (1 + cgroups.SLACK)))
 
 
 def _sandbox_report(**env: str) -> str:
