@@ -238,7 +238,10 @@ def test_on_this_machines_cgroups_v2_the_leaf_move_is_what_makes_the_controller_
     root_control = mount / "cgroup.subtree_control"
     was_enabled = controller in root_control.read_text().split()
     if not was_enabled:
-        root_control.write_text(f"+{controller}")
+        try:
+            root_control.write_text(f"+{controller}")
+        except OSError as error:  # a container's cgroup namespace: its root holds processes
+            pytest.skip(f"the cgroups v2 root here cannot give its children {controller}: {error}")
     base = mount / f"grader-test-{os.getpid()}"
     base.mkdir()
     other = subprocess.Popen(["sleep", "60"])
