@@ -10,10 +10,13 @@ NbGraderAPI, with this course's configuration) grades them:
   events that print each cell's raw source and clear its error;
 * **patches**: every answer replaced by a function returning an object that
   equals anything (kernels left empty), plus patched ``numpy.testing``,
-  ``numpy.allclose``, the course's test helpers, a forged answering module in
-  ``sys.modules`` and a trace function;
+  ``numpy.allclose``, the course's test helpers (their code objects swapped
+  too), a forged answering module in ``sys.modules``, a trace and a profile
+  function;
 * **snoop**: the instructor's solution, plus a hook printing every cell's raw
-  source, the input history, ``os.environ`` and ``/proc/self/environ``.
+  source, the input history, ``os.environ`` and ``/proc/self/environ``;
+* and, for profiling, an answer that waits in its loop and then clears the
+  sync counter it was handed.
 
 The first two must score 0 (before, hooks alone took 10/10 everywhere); the
 solution with snooping must keep its 10/10, and no line of a hidden test and
@@ -158,6 +161,20 @@ def _hidden_lines(solution: Path) -> list[str]:
     return [line for line in found if line not in visible_lines]
 
 
+#: A profiling answer that waits for the device in its loop, then clears the counter it was given.
+COUNTER_RESET = """def fast_pipeline(xp, batches):
+    total_mean, largest = 0.0, 0.0
+    for batch in batches:
+        p = xp.asarray(batch)
+        x2 = (p * p).sum(axis=1)
+        d = x2[:, None] - 2 * (p @ p.T) + x2[None, :]
+        total_mean += float(d.mean())
+        largest = max(largest, float(d.max()))
+    xp.counter.reset()
+    return total_mean / len(batches), largest
+"""
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = make_course(tmp_path_factory.mktemp("verdicts"))
@@ -167,9 +184,13 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Path:
         solution = root / "solutions" / assignment / f"{assignment}.ipynb"
         for kind in ("hooks", "patches", "snoop"):
             hand_in(root, kind, assignment, _attack(release, solution, kind))
+    reset = nbformat.read(root / "solutions" / "profiling" / "profiling.ipynb", as_version=4)
+    next(c for c in _answer_cells(reset) if "def fast_pipeline" in c.source).source = COUNTER_RESET
+    hand_in(root, "counter-reset", "profiling", nbformat.writes(reset))
     os.environ["COURSE_GRADING_SECRET"] = SECRET
     try:
         steps = [["autograde", a, kind] for a in ALL for kind in ("hooks", "patches", "snoop")]
+        steps += [["autograde", "profiling", "counter-reset"]]
         steps += [
             ["generate_feedback", a, kind] for a in ALL for kind in ("hooks", "patches", "snoop")
         ]
@@ -185,6 +206,11 @@ def test_attacks_from_the_kernel_do_not_change_verdicts(
     graded: Path, assignment: str, kind: str, expected: float
 ) -> None:
     assert scores(graded)[(assignment, kind)] == (expected, 10.0)
+
+
+def test_a_counter_the_tests_read_cannot_be_cleared_by_the_answer(graded: Path) -> None:
+    # right numbers (2) and the timeline (4); the syncs part (4) sees every wait
+    assert scores(graded)[("profiling", "counter-reset")] == (6.0, 10.0)
 
 
 @pytest.mark.parametrize("assignment", ALL)
