@@ -105,6 +105,10 @@ ensure_installed() {
     if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
         return 0
     fi
+    # COURSE_NO_INSTALL=1: use .venv as it is or stop (a copy that shares this
+    # environment, such as a student edition under test, must never reinstall it).
+    [[ -z "${COURSE_NO_INSTALL:-}" ]] \
+        || die ".venv is out of date for this pyproject.toml and COURSE_NO_INSTALL is set: run ./course.sh install"
     say "installing the course environment into .venv for $target (extras: $extras); this happens once."
     no_tf=$(tensorflow_missing_reason)
     if [[ -n "$no_tf" && -z "${COURSE_EXTRAS:-}" ]]; then

@@ -7,8 +7,8 @@ such notebooks decide when the run ends. ``python -m grader autograde`` runs
 the solution once per assignment (cached until the solution changes), times
 each graded and answer cell, and gives every notebook's cell of that id
 :func:`budget` seconds: a generous multiple of the solution's time with a
-floor, so a slower machine or a busy one never stops an honest answer. Cells
-without an id (a student's own) keep the configured timeout.
+floor, so a slower machine or a busy one never stops an honest answer. A
+cell of the student's own (no id) gets the limit of the solution's slowest cell.
 """
 
 from __future__ import annotations

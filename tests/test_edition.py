@@ -221,6 +221,9 @@ def test_edition_runs_its_own_test_command(built):
     if not (ROOT / ".venv" / ".course-install-stamp").exists():
         pytest.skip("runs where ./course.sh has installed .venv (as `./course.sh test` does)")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    # The edition shares this .venv: it must never reinstall the package from its
+    # throw-away folder into it (every later test would then import that copy).
+    env["COURSE_NO_INSTALL"] = "1"
     collected = subprocess.run(
         [str(built / "course.sh"), "test", "--co", "-q", "-p", "no:cacheprovider"],
         cwd=built,
