@@ -1,0 +1,50 @@
+"""The grading benchmark's "partial" students of the transfer assignments really score partially.
+
+``python -m grader bench`` times a synthetic class whose partial students did
+only the first part of an assignment (:func:`grader.bench.submission`). Its
+timings and score tables mean something only if such a notebook gets that
+part's points and no others. Graded here by real ``nbgrader autograde`` in a
+copy of ``solutions/`` (an instructor-only test) for ``kernel_patterns``,
+``cupy_port`` and ``multigpu``, whose parts are separate problems (a weighted
+histogram before a block maximum, an affinity matrix before a banded density,
+a split by speed before halos and statistics).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbgrader_driver import assert_all_succeeded, hand_in, make_course, run_nbgrader, scores
+
+from grader.bench import cell_scores, submission
+
+pytestmark = pytest.mark.slow
+
+#: assignment -> the test cells of its first part, which the partial student did, and their points
+FIRST_PART = {
+    "kernel_patterns": {"pat-test-histogram": 2.0, "pat-test-histogram-how": 3.0},
+    "cupy_port": {"cupy-test-affinities": 5.0},
+    "multigpu": {"multi-test-split": 3.0},
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = make_course(tmp_path_factory.mktemp("bench-partial"))
+    assert_all_succeeded(run_nbgrader(root, [["generate_assignment", a] for a in FIRST_PART]))
+    for assignment in FIRST_PART:
+        partial = submission(root, assignment, "partial")  # the first answer cell filled in
+        hand_in(root, "partial", assignment, nbformat.writes(partial))
+    assert_all_succeeded(run_nbgrader(root, [["autograde", a, "partial"] for a in FIRST_PART]))
+    return root
+
+
+@pytest.mark.parametrize("assignment", sorted(FIRST_PART))
+def test_partial_student_gets_the_first_part_only(graded: Path, assignment: str) -> None:
+    first = FIRST_PART[assignment]
+    assert scores(graded)[(assignment, "partial")] == (sum(first.values()), 10.0)
+    assert cell_scores(graded, assignment, "partial") == {
+        cell: first.get(cell, 0.0) for cell in cell_scores(graded, assignment, "partial")
+    }
