@@ -295,33 +295,13 @@ def package_versions() -> dict[str, str | None]:
     return {name: _version(name) for name in names}
 
 
-def quiet_import(name: str) -> Any:
-    """Import *name* (e.g. ``"tensorflow"``) with C-level stderr silenced while it loads.
-
-    TensorFlow's C++ start-up lines (oneDNN notices, absl's "before InitializeLog"
-    warning) are written before its log level applies, so no environment variable
-    hides them all, and a notebook shows them in a red box. Python errors still
-    propagate: an import that fails raises as usual.
-    """
-    if name in sys.modules:
-        return sys.modules[name]
-    sys.stderr.flush()
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        return importlib.import_module(name)
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
-
-
 def tensorflow_status() -> str:
     """TensorFlow's version and the GPUs it sees, without importing it unless installed."""
     if importlib.util.find_spec("tensorflow") is None:
         return "not installed (chapter 5 can also run on Keras' JAX or PyTorch backend)"
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    from demos.quiet_import import quiet_import
+
     tf = quiet_import("tensorflow")
     return (
         f"{tf.__version__}, GPUs visible to TensorFlow: "

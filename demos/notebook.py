@@ -152,8 +152,10 @@ def reference_machine(name: str = "distance.json") -> str:
 
 def quiet_import(name: str) -> Any:
     """Import *name* with TensorFlow's C-level start-up noise silenced (see
-    :func:`demos.hardware.quiet_import`)."""
-    return hardware.quiet_import(name)
+    :mod:`demos.quiet_import`)."""
+    from demos import quiet_import as quiet
+
+    return quiet.quiet_import(name)
 
 
 def quiet_numba_advice() -> None:

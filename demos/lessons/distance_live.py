@@ -12,29 +12,23 @@ from __future__ import annotations
 import contextlib
 import io
 import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from demos import hardware
+from demos.benchmarks.record import wall_times
 from demos.live import Expect, Reference, Row, Table, reference
 
 SWEEP_SIZES = (16, 64, 256, 1024, 4096)
 KERNELS = ("naive", "coalesced", "tiled", "symmetric", "best")
 
 
-def _best_ms(fn: Callable[[], Any], repeats: int = 5, warmup: int = 1) -> float:
-    """Fastest of *repeats* wall-clock calls, in milliseconds (steady state: warm-up first)."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times) * 1e3
+def _best_ms(fn: Callable[[], Any], repeats: int = 5) -> float:
+    """Fastest of *repeats* wall-clock calls after one warm-up, in milliseconds (steady state)."""
+    fn()
+    return min(wall_times(fn, repeats=repeats)) * 1e3
 
 
 def _sweep_reference() -> tuple[Reference | None, dict[tuple[str, int], dict[str, float]]]:
