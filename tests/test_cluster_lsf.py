@@ -34,10 +34,17 @@ def alive(pid: int) -> bool:
 
 @pytest.mark.skipif(os.name != "posix", reason="the LSF stand-in is a bash script")
 def test_lsf_cluster_runs_two_jobs_and_ends_them(tmp_path: Path) -> None:
-    bin_dir = tmp_path / "bin"
+    lsf_dir, bin_dir = tmp_path / "lsf", tmp_path / "bin"
+    lsf_dir.mkdir()
     bin_dir.mkdir()
     for command in ("bsub", "bjobs", "bkill"):
-        (bin_dir / command).symlink_to(FAKE_LSF)
+        (lsf_dir / command).symlink_to(FAKE_LSF)
+        # dask-jobqueue submits its jobs at the same time, and the stand-in numbers jobs
+        # by reading and rewriting a file: one at a time, as a real LSF would (-o: the
+        # job that bsub leaves running does not keep the lock).
+        wrapper = bin_dir / command
+        wrapper.write_text(f'#!/bin/sh\nexec flock -o "$HOME/.lsf.lock" {lsf_dir / command} "$@"\n')
+        wrapper.chmod(0o755)
     env = {**os.environ, "HOME": str(tmp_path), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
     proc = subprocess.run(
         [sys.executable, "-m", "demos", "cluster", "dask", "--scheduler", "lsf", "--jobs", "2",
