@@ -160,6 +160,15 @@ def test_lsf_job_script_asks_for_the_gpus_on_one_host() -> None:
         assert line in lines, (line, proc.stdout)
 
 
+def test_lsf_gpus_as_a_resource_where_the_new_syntax_is_off() -> None:
+    args = argparse_namespace(
+        "--scheduler", "lsf", "--gpus-per-job", "2", "--lsf-gpu-syntax", "rusage"
+    )
+    script = dask_jobs.job_script(args)
+    assert '#BSUB -R "rusage[ngpus_excl_p=2]"' in script.splitlines()
+    assert "-gpu" not in script
+
+
 def test_a_cpu_only_job_asks_for_no_gpu() -> None:
     args = argparse_namespace("--scheduler", "slurm", "--gpus-per-job", "0")
     assert "--gres" not in dask_jobs.job_script(args)

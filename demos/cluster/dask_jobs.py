@@ -49,13 +49,19 @@ def detect_scheduler() -> str:
     )
 
 
-def gpu_directives(scheduler: str, gpus: int) -> list[str]:
-    """The batch options that ask for *gpus* GPUs per job (none for a CPU-only job)."""
+def gpu_directives(scheduler: str, gpus: int, lsf_syntax: str = "new") -> list[str]:
+    """The batch options that ask for *gpus* GPUs per job (none for a CPU-only job).
+
+    LSF has two ways to ask, as bin/gpu-jupyter's ``--lsf-gpu-syntax`` says:
+    ``-gpu "num=N"`` where the site enables LSB_GPU_NEW_SYNTAX, else a resource.
+    """
     if gpus == 0:
         return []
     if scheduler == "slurm":
         return [f"--gres=gpu:{gpus}"]
-    return [f'-gpu "num={gpus}"']  # LSF 10.1's GPU syntax (LSB_GPU_NEW_SYNTAX=extend)
+    if lsf_syntax == "rusage":
+        return [f'-R "rusage[ngpus_excl_p={gpus}]"']
+    return [f'-gpu "num={gpus}"']
 
 
 def minutes(text: str) -> int:
@@ -95,7 +101,9 @@ def job_options(args: argparse.Namespace) -> dict[str, Any]:
         "interface": args.interface,
         "log_directory": args.log_directory,
         "job_script_prologue": list(args.prologue),
-        "job_extra_directives": gpu_directives(args.scheduler, args.gpus_per_job)
+        "job_extra_directives": gpu_directives(
+            args.scheduler, args.gpus_per_job, args.lsf_gpu_syntax
+        )
         + list(args.job_arg),
         "death_timeout": 60,  # workers stop when this process (their scheduler) is gone
     }
@@ -280,6 +288,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         help="another batch option for each job, e.g. --job-arg=--constraint=h100 (repeatable)",
+    )
+    parser.add_argument(
+        "--lsf-gpu-syntax",
+        choices=("new", "rusage"),
+        default="new",
+        help='LSF GPU request: -gpu "num=N" (new) or -R "rusage[ngpus_excl_p=N]"',
     )
     parser.add_argument(
         "--log-directory",
