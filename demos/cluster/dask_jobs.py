@@ -197,7 +197,7 @@ def run_problem(client, problem: work.Problem, per_job: int, timeout: float) -> 
         )
         for part, address in enumerate(addresses)
     ]
-    done, not_done = wait(futures, timeout=timeout)
+    _, not_done = wait(futures, timeout=timeout)
     if not_done:
         raise ClusterError(f"{len(not_done)} of {len(futures)} parts unfinished after {timeout} s")
     return client.gather(futures)

@@ -15,6 +15,7 @@ the CPU. :func:`pin_to_gpu` gives each process of a node its own GPU first.
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import socket
@@ -28,7 +29,7 @@ from demos.multigpu.process_pool import VISIBLE_ENV
 from demos.multigpu.splitting import split_ranges
 
 EXAMPLES = ("sum", "matvec", "lorenz")
-#: Sizes that take a second or two on one CPU core; a GPU cluster takes the chapter's sizes.
+#: Sizes that take seconds on a CPU; on GPUs, --size and --columns give the chapter's.
 DEFAULT_SIZE = {"sum": 10_000_000, "matvec": 4_000, "lorenz": 20_000}
 DEFAULT_COLUMNS = 20_000
 DEFAULT_STEPS = 1_000
@@ -249,7 +250,7 @@ def describe_report(report: dict[str, Any]) -> str:
     )
 
 
-def add_problem_arguments(parser) -> None:
+def add_problem_arguments(parser: argparse.ArgumentParser) -> None:
     """The options both launchers share: which example, how big."""
     parser.add_argument(
         "--example",
@@ -269,7 +270,7 @@ def add_problem_arguments(parser) -> None:
     parser.add_argument("--steps", type=int, default=DEFAULT_STEPS, help="lorenz: RK4 steps")
 
 
-def problems_from(args) -> list[Problem]:
+def problems_from(args: argparse.Namespace) -> list[Problem]:
     """The problems the shared options ask for."""
     examples = EXAMPLES if "all" in args.example else tuple(dict.fromkeys(args.example))
     return [Problem.default(e, args.size, columns=args.columns, steps=args.steps) for e in examples]
