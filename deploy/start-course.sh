@@ -33,6 +33,11 @@ start_course() { # "$@" = the server command
     # may start without HOME.
     : "${HOME:=$(getent passwd "$(id -un)" | cut -d: -f6)}"
     export HOME
+    # A job shell that is no login shell may not know 'module' yet (the site's init is in /etc/profile).
+    if [ -n "$COURSE_MODULES" ] && ! type module >/dev/null 2>&1; then
+        # shellcheck disable=SC1091
+        . /etc/profile
+    fi
     for module in $COURSE_MODULES; do
         module load "$module" || { echo "start-course: module load $module failed" >&2; exit 3; }
     done

@@ -32,9 +32,10 @@ LABELS = {
     "gpu_type": "GPU type",
 }
 
-# The job scripts. {{directives}}: the scheduler lines of the student's choice;
+# The job scripts, login shells like bin/gpu-jupyter's (the site's module system is
+# set up there). {{directives}}: the scheduler lines of the student's choice;
 # {{body}}: the course set-up and the server command (Session.job_body).
-SLURM_SCRIPT = """#!/bin/bash
+SLURM_SCRIPT = """#!/bin/bash -l
 #SBATCH --job-name=gpu-course-hub
 #SBATCH --output={{homedir}}/.gpu-course-hub-%j.log
 #SBATCH --chdir={{homedir}}
@@ -44,7 +45,7 @@ set -eo pipefail
 {{prologue}}
 {{body}}
 """
-LSF_SCRIPT = """#!/bin/bash
+LSF_SCRIPT = """#!/bin/bash -l
 #BSUB -J gpu-course-hub
 #BSUB -o {{homedir}}/.gpu-course-hub-%J.log
 #BSUB -e {{homedir}}/.gpu-course-hub-%J.log
