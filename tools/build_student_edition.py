@@ -72,8 +72,8 @@ EXCLUDED_NAMES = {
     "downloaded",
     "bench-results",
 }
-# Tests that need the instructor's material (solutions, nbgrader's course folder,
-# the edition builder, BENCHMARKS.md and grader/results/) or a test cluster (Slurm, sshd):
+# Tests that need the instructor's material (solutions, nbgrader's course folder, the
+# grader, the edition builder, BENCHMARKS.md and grader/results/) or a test cluster (Slurm, sshd):
 # developers run them, students don't.
 INSTRUCTOR_TESTS = {
     "test_edition.py",
@@ -82,7 +82,11 @@ INSTRUCTOR_TESTS = {
     "test_launch.py",
     "test_notebooks_format.py",
 }
-INSTRUCTOR_TEST_PATTERN = re.compile(r"solutions/|\"solutions\"|nbgrader_config|test_nbgrader")
+INSTRUCTOR_TEST_PATTERN = re.compile(
+    r"solutions/|\"solutions\"|nbgrader_config|test_nbgrader|run_grader"
+    r"|^from grader|^import grader",
+    re.M,
+)
 # Text that must never reach students.
 FORBIDDEN = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 # Sections of the instructor README that students need as they are.
