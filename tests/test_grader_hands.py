@@ -123,8 +123,9 @@ time.sleep(5)
 
 EXITS = "import os\nos._exit(3)"
 
-# more CPU time than --cpu allows, in one cell that would otherwise run until its timeout
-BURNS = "while True:\n    pass"
+# more CPU time than --cpu allows: cells that would each run until their 60 s timeout,
+# four of them, so that a kernel starved of CPU on a busy machine still reaches the limit
+BURNS = ["while True:\n    pass"] * 4
 
 # more processes than --processes allows; the limit answers, the notebook goes on
 FORKS = r"""
@@ -150,11 +151,12 @@ def _hash_tree(*paths: Path) -> dict[str, str]:
     return out
 
 
-def _with(root: Path, student: str, first: str = "", last: str = "") -> None:
-    """The solution, with *first* as a new second cell and *last* as a new last cell."""
+def _with(root: Path, student: str, first: str | list[str] = "", last: str = "") -> None:
+    """The solution, with *first* as new cells after the first and *last* as a new last cell."""
     nb = nbformat.read(root / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
-    if first:
-        nb.cells.insert(1, nbformat.v4.new_code_cell(first))
+    for cell in reversed([first] if isinstance(first, str) else first):
+        if cell:
+            nb.cells.insert(1, nbformat.v4.new_code_cell(cell))
     if last:
         nb.cells.append(nbformat.v4.new_code_cell(last))
     target = root / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
@@ -380,7 +382,7 @@ def test_processes_past_the_limit_are_refused_and_the_notebook_is_graded(graded)
 
 
 def test_cpu_time_past_the_limit_stops_the_kernel(graded) -> None:
-    # stopped by its cell's 60 s timeout instead, it would have been graded (10/10)
+    # stopped by its cells' 60 s timeouts instead, it would have been graded (10/10)
     burns = graded["summary"]["burns"]
     assert burns["status"] == "failed", burns
     assert "the kernel died while a cell ran" in " ".join(burns["flags"]), burns
