@@ -239,6 +239,7 @@ def test_students_spawn_through_slurm_and_reach_only_their_own(hub: Hub) -> None
     assert (student.home / "gpu-course" / "course" / "02-simt-model.ipynb").is_file()
     log = student.home / f".gpu-course-hub-{job}.log"
     assert "start-course: the course in" in log.read_text()
+    assert log.stat().st_mode & 0o077 == 0
 
     # The other student, and anyone not logged in, cannot reach it.
     them = hub.login(other)

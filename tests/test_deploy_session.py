@@ -186,10 +186,13 @@ def _load_hub_config(site: Path):
     from jupyterhub.app import JupyterHub
 
     os.environ["GPU_COURSE_SITE"] = str(site)
+    umask = os.umask(0o022)
     try:
         hub = JupyterHub()
         hub.load_config_file(str(DEPLOY / "jupyterhub" / "jupyterhub_config.py"))
+        assert os.umask(0o022) == 0o077  # the hub's files and jobs are private
     finally:
+        os.umask(umask)  # the config sets the hub's; this test process keeps its own
         del os.environ["GPU_COURSE_SITE"]
     return hub.config
 

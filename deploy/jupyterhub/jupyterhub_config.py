@@ -15,6 +15,7 @@ needs more (another authenticator, TLS) names a Python file of its own in
 ``hub: extra_config``, loaded last.
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -29,6 +30,9 @@ session = Session(site_file())
 hub = session.settings.get("hub", {})
 
 # ------------------------------------------------------------ the hub itself
+# Files the hub makes, and the jobs it submits (the scheduler passes the umask
+# on), are private: a job's log in the student's home is theirs alone.
+os.umask(0o077)
 c.JupyterHub.bind_url = hub.get("bind_url", "http://:8000")
 if hub.get("hub_ip"):
     c.JupyterHub.hub_ip = hub["hub_ip"]
