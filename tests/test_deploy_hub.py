@@ -7,8 +7,11 @@ through PAM. A student logs in, fills the spawn form and gets the course in a
 Slurm job: the students' mode, their own copy of the notebooks. The other
 student cannot reach that server, nor can anyone without logging in. Stopping
 the server cancels the job; an idle server is stopped by jupyterhub-idle-culler,
-which also leaves no job. Needs root, Slurm and configurable-http-proxy (CI
-installs them); skips with the missing piece named otherwise.
+which also leaves no job. The same again in a real browser (Debian's headless
+Chromium, with the helpers of test_browser.py): log in, spawn through the form,
+run a cell of chapter 2, Validate an exercise, "Stop My Server". Needs root,
+Slurm, configurable-http-proxy and Chromium (CI installs them); skips with the
+missing piece named otherwise.
 """
 
 from __future__ import annotations
