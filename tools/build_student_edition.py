@@ -114,7 +114,7 @@ def student_tests() -> list[Path]:
     """The test files that make sense in a student's copy (see INSTRUCTOR_TESTS)."""
     keep = []
     for path in sorted((ROOT / "tests").glob("*.py")):
-        if path.name in INSTRUCTOR_TESTS or path.name.startswith("test_nbgrader"):
+        if path.name in INSTRUCTOR_TESTS or path.name.startswith(("test_nbgrader", "test_deploy_")):
             continue
         if path.name.startswith("test_") and INSTRUCTOR_TEST_PATTERN.search(path.read_text()):
             continue
