@@ -74,9 +74,10 @@ time.sleep(5)
 
 EXITS = "import os\nos._exit(3)"
 
-# more CPU time than --cpu allows: cells that would each run until their 60 s timeout,
-# four of them, so that a kernel starved of CPU on a busy machine still reaches the limit
-BURNS = ["while True:\n    pass"] * 4
+# more CPU time than --cpu allows: cells that would each run until their time limit
+# (15 s or more), twelve of them, so that a kernel starved of CPU on a busy machine
+# still reaches the limit before the cells' limits let it be graded
+BURNS = ["while True:\n    pass"] * 12
 
 # more processes than --processes allows; the limit answers, the notebook goes on
 FORKS = r"""

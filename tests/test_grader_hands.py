@@ -306,7 +306,7 @@ def test_processes_past_the_limit_are_refused_and_the_notebook_is_graded(graded)
 
 
 def test_cpu_time_past_the_limit_stops_the_kernel(graded) -> None:
-    # stopped by its cells' 60 s timeouts instead, it would have been graded (10/10)
+    # stopped by its cells' time limits instead, it would have been graded (10/10)
     burns = graded["summary"]["burns"]
     assert burns["status"] == "failed", burns
     assert "the kernel died while a cell ran" in " ".join(burns["flags"]), burns
