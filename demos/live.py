@@ -142,13 +142,11 @@ def live_possible(need: str = "cupy") -> bool:
 
 
 def _machine(environment: dict[str, Any]) -> str:
-    gpus = environment.get("gpus") or []
-    if gpus:
-        names = [g["name"] for g in gpus]
-        return (
-            names[0] if len(set(names)) == 1 and len(names) == 1 else (f"{len(names)} x {names[0]}")
-        )
-    return f"a machine without a GPU ({environment.get('processor', 'CPU')})"
+    """The GPUs a reference ran on ("NVIDIA H200", "4 x NVIDIA H200"), or its CPU."""
+    names = [g["name"] for g in environment.get("gpus") or []]
+    if not names:
+        return f"a machine without a GPU ({environment.get('processor', 'CPU')})"
+    return names[0] if len(names) == 1 else f"{len(names)} x {names[0]}"
 
 
 def reference(file: str, *keys: str) -> Reference | None:
@@ -241,13 +239,8 @@ def side_by_side(
         print(f"  The live measurement failed here ({error}); the reference is shown instead.")
     elif live is None and not live_possible(need):
         print(f"  Not measured here: {_why_not(need)}; on a GPU node this cell measures your GPU.")
-    verdict = None
-    if live is not None and expect is not None:
-        try:
-            held = expect.holds(live)  # None: nothing to judge at this size (one GPU, say)
-            verdict = None if held is None else bool(held)
-        except (KeyError, IndexError, TypeError, ZeroDivisionError):
-            verdict = None
+    verdict = _judge(expect, live)
+    if expect is not None:
         if verdict:
             print(f"  ✓ on {here} too: {expect.claim}")
         elif verdict is False:
@@ -255,6 +248,17 @@ def side_by_side(
             print(f"    Why: {expect.otherwise}")
     _log(title, rows, live, ref, here, error, seconds, verdict, no_live)
     return live
+
+
+def _judge(expect: Expect | None, live: dict[str, Any] | None) -> bool | None:
+    """Whether the live result shows the lesson; None when there is nothing to judge."""
+    if expect is None or live is None:
+        return None
+    try:
+        held = expect.holds(live)  # None: nothing to judge at this size (one GPU, say)
+    except (KeyError, IndexError, TypeError, ZeroDivisionError):
+        return None
+    return None if held is None else bool(held)
 
 
 def _why_not(need: str) -> str:
