@@ -1,4 +1,4 @@
-"""demos.live and the GPU-node notebook tools: live beside reference, without red boxes.
+"""demos.live: every measurement of the chapters, live beside the reference.
 
 Why: every measurement cell of the chapters goes through one helper, so what
 it prints on a laptop (the reference alone, labelled, and why nothing was
@@ -12,11 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
-import nbformat
 import pytest
 
 from demos import hardware, live
@@ -24,9 +20,6 @@ from demos.lessons import coalescing, copies, distance_live, divergence, numpy_b
 from demos.multigpu import live as multigpu_live
 from demos.patterns import bench as patterns_bench
 from demos.profiling import lesson as profiling_lesson
-
-ROOT = Path(__file__).resolve().parent.parent
-TOOLS = ROOT / "tools" / "gpu-node"
 
 TABLE = live.Table(
     "Two ways",
@@ -95,15 +88,6 @@ def test_every_table_is_logged_for_the_gpu_node_tool(tmp_path, monkeypatch, caps
         "reference": 1.0,
     }
     assert second["reference_only"] == "needs a profiler run"
-    capsys.readouterr()
-    done = subprocess.run(
-        [sys.executable, str(TOOLS / "live_tables.py"), str(tmp_path)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert "| fast | 0.5 ms | 1 ms |" in done.stdout and "holds live" in done.stdout
-    assert "reference only: needs a profiler run" in done.stdout
 
 
 def test_a_reference_part_recorded_as_skipped_counts_as_missing(tmp_path, monkeypatch) -> None:
@@ -176,27 +160,3 @@ def test_gpu_counts_are_powers_of_two_up_to_the_node() -> None:
 
 def test_usable_cpu_count_is_within_the_machine() -> None:
     assert 1 <= hardware.usable_cpu_count() <= (os.cpu_count() or 1)
-
-
-def test_output_check_finds_red_boxes_colour_codes_and_raw_dicts(tmp_path) -> None:
-    notebook = nbformat.v4.new_notebook()
-    quiet = nbformat.v4.new_code_cell("print('fine')")
-    quiet.outputs = [nbformat.v4.new_output("stream", name="stdout", text="fine\n")]
-    noisy = nbformat.v4.new_code_cell("x")
-    noisy.outputs = [
-        nbformat.v4.new_output(
-            "stream", name="stderr", text="NumbaPerformanceWarning: Grid size\n"
-        ),
-        nbformat.v4.new_output("stream", name="stdout", text="\x1b[1mModel\x1b[0m\n"),
-        nbformat.v4.new_output("stream", name="stdout", text="{'pid': 1, 'sum': 2.0}\n"),
-    ]
-    notebook.cells = [quiet, noisy]
-    path = tmp_path / "run.ipynb"
-    nbformat.write(notebook, path)
-    done = subprocess.run(
-        [sys.executable, str(TOOLS / "check_outputs.py"), str(path)], capture_output=True, text=True
-    )
-    assert done.returncode == 1
-    lines = done.stdout.splitlines()
-    assert len(lines) == 3 and all("cell 1" in line for line in lines)
-    assert "stderr" in lines[0] and "colour codes" in lines[1] and "raw dict" in lines[2]
