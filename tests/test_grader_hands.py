@@ -89,17 +89,19 @@ def _with(root: Path, student: str, first: str | list[str] = "", last: str = "")
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory: pytest.TempPathFactory):
+def graded(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest):
     if LEVEL == "limits" or os.geteuid() != 0:
         pytest.skip("needs root and a sandbox with a user id of its own: the attacks are real")
     root = make_course(tmp_path_factory.mktemp("hands"))
     assert_all_succeeded(run_nbgrader(root, [["generate_assignment", ASSIGNMENT]]))
     grade_earlier(root, ASSIGNMENT, "zoe")  # graded and reviewed before: rows to keep
     outside = Path(tempfile.mkdtemp(prefix="grader-hands-", dir="/var/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(outside, ignore_errors=True))
     victim = outside / "root-owned.txt"
     victim.write_text("only root writes this\n")
     # a world-readable second copy of the course, where a backup would be
     backup = Path(tempfile.mkdtemp(prefix="gpu-course-backup-", dir="/srv"))
+    request.addfinalizer(lambda: shutil.rmtree(backup, ignore_errors=True))
     backup.chmod(0o755)
     (backup / "simt.ipynb").write_text("HIDDEN TESTS OF THE BACKUP\n")
     (backup / "simt.ipynb").chmod(0o644)
@@ -156,7 +158,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     after = _hash_tree(*watched)
     rows_after = gradebook_rows(root, leaving_out=graded_here)
     class_full = _grade_again_in_a_full_class(root, "alice")
-    yield {
+    return {
         "root": root,
         "proc": proc,
         "summary": {o["student"]: o for o in summary},
@@ -167,8 +169,6 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
         "feedback": feedback,
         "class_full": class_full,
     }
-    shutil.rmtree(outside, ignore_errors=True)
-    shutil.rmtree(backup, ignore_errors=True)
 
 
 def _grade_again_in_a_full_class(root: Path, student: str) -> dict:
