@@ -182,3 +182,149 @@ def test_counts_are_the_same_for_compiled_kernels(tmp_path: Path) -> None:
         compiled["sums"] == sums["partial"].tolist()
         and compiled["barriers"] == sums["barriers_per_thread"]
     )
+
+
+_REPORTS_ON_EXEC_KERNELS = """
+import json, sys
+import numpy as np
+import demos
+from demos.patterns import checks
+assert "demos.grading" not in sys.modules, "demos.patterns.checks must not import demos.grading"
+namespace = {"__name__": "student_submission"}
+exec('''
+from numba import cuda, float32, int32
+@cuda.jit
+def histogram_kernel(values, bins):
+    local = cuda.shared.array(16, int32)
+    t = cuda.threadIdx.x
+    for b in range(t, 16, cuda.blockDim.x):
+        local[b] = 0
+    cuda.syncthreads()
+    for i in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):
+        local[values[i]] += 1
+    cuda.syncthreads()
+    for b in range(t, 16, cuda.blockDim.x):
+        cuda.atomic.add(bins, b, local[b])
+@cuda.jit
+def block_sum_kernel(values, partial):
+    shared = cuda.shared.array(64, float32)
+    t = cuda.threadIdx.x
+    acc = float32(0)
+    for i in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):
+        acc += values[i]
+    shared[t] = acc
+    cuda.syncthreads()
+    step = 32
+    while step > 0:
+        if t < step:
+            shared[t] += shared[t + step]
+            cuda.syncthreads()
+        step //= 2
+    if t == 0:
+        partial[cuda.blockIdx.x] = shared[0]
+''', namespace)
+values = np.random.default_rng(0).integers(0, 16, 300).astype(np.int32)
+x = np.random.default_rng(1).random(500).astype(np.float32)
+hist = checks.histogram_report(namespace["histogram_kernel"], values, 16, blocks=3, threads=64)
+sums = checks.block_sum_report(namespace["block_sum_kernel"], x, blocks=3, threads=64)
+expected = checks.expected_block_sums(x, 3, 64)
+plain = (int, float, np.ndarray)
+print(json.dumps({
+    "types": sorted({type(v).__name__ for r in (hist, sums) for v in r.values()}),
+    "plain": all(isinstance(v, plain) for r in (hist, sums) for v in r.values()),
+    "hist": {k: v for k, v in hist.items() if k != "counts"},
+    "sums": {k: v for k, v in sums.items() if k != "partial"},
+    "counts_right": bool((hist["counts"] == np.bincount(values, minlength=16)).all()),
+    "sums_right": bool(np.allclose(sums["partial"], expected, rtol=1e-5)),
+    "module": namespace["histogram_kernel"].py_func.__module__,
+}))
+"""
+
+
+def test_reports_see_races_in_kernels_built_from_source_in_another_process() -> None:
+    """As the trusted grader uses them: its own process, kernels exec'd from a student's source
+    (their module is not ``demos``), plain data back; the racy histogram and the barrier inside
+    ``if t < step:`` give right numbers in the simulator and are seen all the same."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-c", _REPORTS_ON_EXEC_KERNELS],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen["plain"], seen["types"]
+    assert seen["module"] == "student_submission"
+    assert seen["counts_right"] and seen["sums_right"]  # the simulator's numbers look fine...
+    assert seen["hist"]["racy_shared_writes"] > 0  # ...but a GPU loses counts
+    assert seen["hist"]["blocks_with_uneven_barriers"] == 0
+    assert seen["sums"]["blocks_with_uneven_barriers"] == 3  # ...and a GPU hangs
+    assert seen["sums"]["fewest_barriers_per_thread"] == 1
+    assert seen["sums"]["most_barriers_per_thread"] == 7
+    assert seen["hist"]["threads_launched"] == seen["sums"]["threads_launched"] == 192
+
+
+_RACY_WEIGHTED = """
+@cuda.jit
+def histogram_kernel(values, weights, totals):
+    block_totals = cuda.shared.array(16, float32)
+    for b in range(cuda.threadIdx.x, 16, cuda.blockDim.x):
+        block_totals[b] = float32(0)
+    cuda.syncthreads()
+    for i in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):
+        v = values[i]
+        if v >= -2.0 and v < 2.0:
+            block_totals[min(int((v + 2.0) / 0.25), 15)] += weights[i]
+    cuda.syncthreads()
+    for b in range(cuda.threadIdx.x, 16, cuda.blockDim.x):
+        cuda.atomic.add(totals, b, block_totals[b])
+"""
+
+_UNEVEN_MAX = """
+@cuda.jit
+def block_max_kernel(values, maxima):
+    best = cuda.shared.array(64, float32)
+    me = cuda.threadIdx.x
+    mine = float32(-math.inf)
+    for i in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):
+        mine = max(mine, values[i])
+    best[me] = mine
+    cuda.syncthreads()
+    half = 32
+    while half >= 1:
+        if me < half:
+            best[me] = max(best[me], best[me + half])
+            cuda.syncthreads()
+        half = half // 2
+    if me == 0:
+        maxima[cuda.blockIdx.x] = best[0]
+"""
+
+
+def test_the_assignment_reports_see_what_the_simulator_hides() -> None:
+    """A weighted histogram that adds with ``+=`` to the shared totals and a block maximum with
+    the barrier inside the ``if``: right numbers in the simulator, named by the reports."""
+    namespace: dict[str, object] = {"__name__": "student_submission"}
+    exec("import math\nfrom numba import cuda, float32", namespace)  # noqa: S102
+    exec(_RACY_WEIGHTED + _UNEVEN_MAX, namespace)  # noqa: S102 - test kernels
+    rng = np.random.default_rng(9)
+    values, weights = checks.weighted_measurements(rng, 300, 16, -2.0, 0.25)
+    hist = checks.weighted_histogram_report(
+        namespace["histogram_kernel"], values, weights, 16, 2, 64
+    )
+    expected = np.histogram(values, bins=16, range=(-2.0, 2.0), weights=weights)[0]
+    np.testing.assert_allclose(hist["totals"], expected, rtol=1e-4, atol=1e-4)
+    assert hist["racy_shared_writes"] > 0 and hist["blocks_with_uneven_barriers"] == 0
+    x = (rng.normal(size=500) - 10).astype(np.float32)
+    tree = checks.block_max_report(namespace["block_max_kernel"], x, 3, 64)
+    np.testing.assert_array_equal(tree["maxima"], checks.expected_block_maxima(x, 3, 64))
+    assert tree["blocks_with_uneven_barriers"] == 3 and tree["racy_shared_writes"] == 0

@@ -11,6 +11,7 @@ would raise (the simulator raises an IndexError, which is reported the same way)
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -156,3 +157,42 @@ def on_gpu() -> bool:
     from demos import hardware
 
     return not hardware.simulator_enabled() and cuda.is_available()
+
+
+def warp_error_text(exc: BaseException) -> str:
+    """A simulator thread's error without the ``tid=[..] ctaid=[..]:`` it is prefixed with."""
+    return re.sub(r"^tid=\[[^\]]*\] ctaid=\[[^\]]*\]:\s*", "", str(exc).strip())
+
+
+def check_synchronisation(
+    kernel: Any, grid: Any, block: Any, args: tuple, what: str, advice: dict[str, str]
+) -> Any:
+    """Run the kernel once in the simulator with its barriers, shared memory and warps watched.
+
+    The simulator runs a block's threads one at a time, so a race or a barrier
+    that only some threads reach still gives the right numbers there (and a hang
+    or wrong numbers on a GPU). Raise CheckFailed with the first such problem and
+    the *advice* for its kind ("barriers", "write", "read", "uninitialised",
+    "warp"); return the log when there is none, None when the kernel failed
+    otherwise (the check's own launches then say how).
+    """
+    from demos.patterns.simulator import AccessLog, simulated
+    from demos.patterns.simwarp import WarpError
+
+    log = AccessLog()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with log.counting():
+                simulated(kernel)[grid, block](*args)
+    except NotImplementedError:
+        raise
+    except WarpError as exc:
+        raise CheckFailed(
+            f"{what}: {warp_error_text(exc)}. {advice.get('warp', '')}".strip()
+        ) from None
+    except Exception:  # noqa: BLE001 - reported by the check's own launches, with their words
+        return None
+    for kind, sentence in log.problems():
+        raise CheckFailed(f"{what}: {sentence} {advice.get(kind, '')}".strip())
+    return log

@@ -1,8 +1,10 @@
 """Checks for the "your turn" cells of chapter 3 (CuPy as a drop-in for NumPy).
 
-Each function is run with NumPy arrays, and with CuPy arrays too where CuPy
-can reach a GPU: array-module agnostic code must give the same answer, keep
-the input's dtype, and return an array of the module it was given.
+Each function is run with NumPy arrays, with CuPy arrays where CuPy can reach
+a GPU, and everywhere with a CuPy-like stand-in (:mod:`demos.checks._gpulike`):
+array-module agnostic code must give the same answer, keep the input's dtype,
+return an array of the module it was given, and bring to the host only what it
+must (a nearest-neighbour search copies back n indices, not the n x n matrix).
 """
 
 from __future__ import annotations
@@ -13,19 +15,45 @@ from typing import Any
 import numpy as np
 
 from demos import hardware
+from demos.checks import _gpulike
 from demos.checks._harness import CheckFailed, compare, expect_dtype
 
 
 def _modules() -> list[Any]:
+    found: list[Any] = [np]
     if hardware.cupy_available():
         import cupy
 
-        return [np, cupy]
-    return [np]
+        found.append(cupy)
+    return [*found, _gpulike.module]
 
 
 def _to_host(array: Any) -> np.ndarray:
+    if isinstance(array, _gpulike.GpuLikeArray):
+        return np.array(array._data)  # the check's own look: not a transfer of the student's
     return array.get() if hasattr(array, "get") else np.asarray(array)
+
+
+def _run(student: Callable, xp: Any, arrays: tuple, what: str) -> Any:
+    """The student's function on *arrays* moved to *xp*; for the stand-in with ``cupy`` pointing
+    to it, and NumPy's refusal of a GPU array explained."""
+    args = [xp.asarray(a) for a in arrays]
+    if xp is not _gpulike.module:
+        return student(*args)
+    try:
+        with _gpulike.standing_in(student):
+            return student(*args)
+    except TypeError as exc:
+        said = str(exc)
+        if not any(w in said for w in ("Implicit conversion", "Unsupported type", "ufunc")):
+            raise
+        first = said.splitlines()[0].rstrip(".")
+        raise CheckFailed(
+            f"{what}: your function handed a GPU array to NumPy ({first}). "
+            "NumPy's own functions (np.einsum, np.asarray, ...) are for host arrays; code for "
+            "NumPy and CuPy alike asks the array for its module: xp = get_array_module(x), "
+            "then xp.einsum(...)."
+        ) from None
 
 
 def _direct(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -35,7 +63,7 @@ def _direct(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def _same_module(got: Any, xp: Any, what: str) -> None:
     if xp is not np and not isinstance(got, xp.ndarray):
         raise CheckFailed(
-            f"{what}: given CuPy arrays you returned {type(got).__name__}; "
+            f"{what}: given GPU arrays ({xp.__name__}) you returned {type(got).__name__}; "
             "stay on the GPU: pick the module with get_array_module."
         )
     if xp is np and type(got).__module__.startswith("cupy"):
@@ -49,7 +77,7 @@ def row_norms(student: Callable[[Any], Any]) -> str:
             for dtype in (np.float64, np.float32):
                 x = rng.random(shape).astype(dtype)
                 what = f"{xp.__name__} {dtype.__name__} shape {shape}"
-                got = student(xp.asarray(x))
+                got = _run(student, xp, (x,), what)
                 _same_module(got, xp, what)
                 expect_dtype(got, dtype, what)
                 compare(_to_host(got), (x.astype(np.float64) ** 2).sum(axis=1), what, rtol=1e-5)
@@ -63,7 +91,7 @@ def distance_matrix(student: Callable[[Any, Any], Any]) -> str:
             for dtype in (np.float64, np.float32):
                 x, y = rng.random((n, 3)).astype(dtype), rng.random((m, 3)).astype(dtype)
                 what = f"{xp.__name__} {dtype.__name__}, {n} x {m} points"
-                got = student(xp.asarray(x), xp.asarray(y))
+                got = _run(student, xp, (x, y), what)
                 _same_module(got, xp, what)
                 expect_dtype(got, dtype, what)
                 compare(_to_host(got), _direct(x, y), what, rtol=1e-4, atol=1e-5)
@@ -79,7 +107,15 @@ def nearest_neighbour(student: Callable[[Any], Any]) -> str:
             np.fill_diagonal(d, np.inf)
             want = d.argmin(axis=1)
             what = f"{xp.__name__}, {n} points"
-            got = student(xp.asarray(x))
+            got = _run(student, xp, (x,), what)
+            copied = [(how, shape) for how, shape in _gpulike.transfers if np.prod(shape) > n]
+            if xp is _gpulike.module and copied:
+                how, shape = copied[0]
+                raise CheckFailed(
+                    f"{what}: your function copied an array of shape {shape} to the host "
+                    f"({how}); only the {n} indices need to travel. Find the minimum of each "
+                    "row on the GPU (argmin), then copy that small result back."
+                )
             if not isinstance(got, np.ndarray):
                 raise CheckFailed(
                     f"{what}: return a NumPy array on the host (copy back only the "

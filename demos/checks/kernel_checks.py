@@ -4,7 +4,11 @@ The distance kernels all take ``(x, y, out)`` with ``out[i, j] = |x_i - y_j|^2``
 They are launched on *rectangular* outputs (fewer rows than columns and the
 other way round), so that a kernel whose index order does not match the
 launch leaves entries unwritten or writes into the guard band, and the check
-can say which.
+can say which. The kernels with shared memory are first run once in the
+simulator with their barriers and shared accesses watched (see
+:func:`~demos.checks._harness.check_synchronisation`): a barrier that threads
+past the edge skip, or a tile read before every thread has loaded it, gives the
+right numbers in the simulator but not on a GPU.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from demos.checks._harness import (
     CheckFailed,
     GuardedOutput,
     blocks,
+    check_synchronisation,
     compare,
     launch,
     on_gpu,
@@ -83,6 +88,23 @@ def tiled_distance_kernel(kernel: Any) -> str:
         "cuda.syncthreads() before reading them.",
     )
     tile = 8
+    x, y, _ = _points(5, 12, 0)
+    check_synchronisation(
+        kernel,
+        (blocks(12, tile), blocks(5, tile)),
+        (tile, tile),
+        (x, y, np.zeros((5, 12))),
+        "5 x 12 output, blocks (8, 8)",
+        {
+            "barriers": "Threads past the edge of the output must still reach "
+            "cuda.syncthreads(): guard the loads and the write with `if`, don't `return` early.",
+            "read": "Wait with cuda.syncthreads() after loading the tiles, before reading them.",
+            "write": "Let one row of threads load the column points and one column the row "
+            "points (or each thread its own element).",
+            "uninitialised": "Every tile entry a thread reads must be loaded first, also in a "
+            "partly filled tile (or not read there).",
+        },
+    )
     _check_distance(
         kernel,
         lambda n, m: (blocks(m, tile), blocks(n, tile)),
@@ -98,6 +120,21 @@ def block_sum_kernel(kernel: Any) -> str:
         kernel, "sum within the block in shared memory, with a barrier between the halving steps."
     )
     threads = 64
+    check_synchronisation(
+        kernel,
+        2,
+        threads,
+        (np.random.default_rng(7).random(100), np.zeros(2)),
+        "n = 100, 2 blocks of 64",
+        {
+            "barriers": "In the tree, put cuda.syncthreads() after the `if t < step:` block "
+            "(inside the loop), where all threads reach it.",
+            "read": "Every halving step needs cuda.syncthreads() after it, so that the next "
+            "step reads finished sums.",
+            "write": "In each step only threads t < step add, each into its own element t.",
+            "uninitialised": "Every thread stores a value (0 past the end) before the barrier.",
+        },
+    )
     rng = np.random.default_rng(8)
     for n in [1, 64, 100, 200] + ([1_000_000] if on_gpu() else []):
         values = rng.random(n)

@@ -38,15 +38,21 @@ def sync_free_total(loop: Callable[[Any, list], Any]) -> str:
 def busy_fraction(fn: Callable[[list[tuple[float, float]]], float]) -> str:
     """*fn(intervals)* must return the fraction of the span during which something runs."""
     cases = [
-        ([(0, 1), (2, 3)], 2 / 3),
-        ([(0, 2), (1, 3)], 1.0),
-        ([(5, 6), (0, 1), (0.5, 2)], 3 / 6),
+        ([(0, 1), (2, 3)], 2 / 3, "the gap between two intervals is idle time"),
+        ([(0, 2), (1, 3)], 1.0, "two overlapping intervals count their overlap once"),
+        ([(5, 6), (0, 1), (0.5, 2)], 3 / 6, "the intervals come in any order: sort them first"),
+        (
+            [(0, 10), (1, 2), (3, 4)],
+            1.0,
+            "(1, 2) and (3, 4) lie inside (0, 10), so everything up to 10 is busy: keep the "
+            "furthest end seen so far, max(reach, e), not the end of the last interval",
+        ),
     ]
-    for intervals, expected in cases:
+    for intervals, expected, why in cases:
         got = fn(list(intervals))
         if abs(got - expected) >= 1e-9:
-            raise CheckFailed(f"for {intervals} expected {expected:.3f}, got {got}.")
-    return "right on all test timelines (gaps, overlaps, unsorted intervals)."
+            raise CheckFailed(f"for {intervals} expected {expected:.3f}, got {got}: {why}.")
+    return "right on all test timelines (gaps, overlaps, nested and unsorted intervals)."
 
 
 def pipelined_time(fn: Callable[[float, float, int], float]) -> str:

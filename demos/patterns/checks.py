@@ -4,8 +4,10 @@ Each report runs the kernel in the simulator (also on a GPU machine, see
 :func:`~demos.patterns.simulator.simulated`) on wrapped arrays and returns plain
 numbers: the result, how often each input element was read, how many plain
 writes and atomics reached the global output (per bin and block), how many
-barriers and shared arrays the kernel used. The callers decide what is good
-enough; the numbers are the same on every machine, so a grade built on them is too.
+barriers each thread reached and shared arrays the kernel used, and the races
+the simulator hides (two threads updating one shared element between the same
+two barriers). The callers decide what is good enough; the numbers are the same
+on every machine, so a grade built on them is too.
 """
 
 from __future__ import annotations
@@ -48,8 +50,10 @@ def _counted_launch(
 ) -> tuple[AccessLog, np.ndarray, dict[str, int]]:
     """Run ``kernel[blocks, threads](values, out)`` in the simulator with every access counted.
 
-    Returns the log, the (wrapped) output and how often the least- and the most-read
-    input value was read: each should be read exactly once.
+    Returns the log, the (wrapped) output and what every report holds: how often
+    the least- and the most-read input value was read (each should be read
+    exactly once), the threads launched, the barriers per thread, the races on
+    shared memory and the warp collectives.
     """
     log = AccessLog()
     wrapped_values = log.wrap(np.ascontiguousarray(values), "values")
@@ -57,41 +61,101 @@ def _counted_launch(
     with log.counting():
         simulated(kernel)[blocks, threads](wrapped_values, wrapped_out)
     counts = [log.reads.get(("values", (i,)), 0) for i in range(len(values))]
-    reads = {"fewest_reads_of_a_value": min(counts), "most_reads_of_a_value": max(counts)}
-    return log, wrapped_out, reads
+    common = {
+        "fewest_reads_of_a_value": min(counts, default=0),
+        "most_reads_of_a_value": max(counts, default=0),
+        **synchronisation(log, blocks, threads),
+    }
+    return log, wrapped_out, common
 
 
-def histogram_report(
+def synchronisation(log: AccessLog, blocks: int, threads: int) -> dict[str, int]:
+    """What every report holds about how the threads worked together (plain ints).
+
+    ``threads_launched``; ``fewest_barriers_per_thread``/``most_barriers_per_thread``
+    (``cuda.syncthreads()`` reached by any one thread) and ``blocks_with_uneven_barriers``
+    (blocks whose threads reached different numbers: a barrier inside ``if t < step:``
+    or after an early ``return``; 0 for a right kernel); ``racy_shared_writes``
+    (shared elements that two threads of a block wrote, or updated with ``+=``,
+    between the same two barriers), ``racy_shared_reads`` (read by one thread while
+    another wrote them, unordered), ``uninitialised_shared_reads`` (read before any
+    thread of the block set them); ``warp_shuffles`` (``cuda.shfl_*_sync`` calls).
+    The simulator gives right numbers for kernels with these faults; a GPU does not.
+    """
+    fewest, most = log.barrier_range()
+    return {
+        "threads_launched": int(blocks) * int(threads),
+        "fewest_barriers_per_thread": fewest,
+        "most_barriers_per_thread": most,
+        "blocks_with_uneven_barriers": len(log.uneven_barriers()),
+        "racy_shared_writes": log.racy_shared_writes(),
+        "racy_shared_reads": log.racy_shared_reads(),
+        "uninitialised_shared_reads": log.uninitialised_shared_reads(),
+        "warp_shuffles": sum(c for k, c in log.warp_collectives.items() if k.startswith("shfl")),
+    }
+
+
+def run_histogram(
     kernel: Any, values: np.ndarray, n_bins: int, blocks: int, threads: int
-) -> dict:
-    """Run a histogram kernel ``kernel[blocks, threads](values, bins)`` counted; what it did."""
-    log, bins, reads = _counted_launch(
+) -> tuple[dict, AccessLog]:
+    """:func:`histogram_report` and the log behind it (for checks that explain what they saw)."""
+    log, bins, common = _counted_launch(
         kernel, values, np.zeros(n_bins, np.int32), "bins", blocks, threads
     )
-    return {
+    report = {
         "counts": np.asarray(bins).copy(),
-        **reads,
+        **common,
         "plain_writes_to_bins": log.total(log.writes, "bins"),
         "atomics_on_bins": log.total(log.atomics, "bins"),
         "most_atomics_per_bin_and_block": log.max_atomics_per_bin_and_block("bins"),
         "shared_arrays": log.shared_arrays,
     }
+    return report, log
 
 
-def block_sum_report(kernel: Any, values: np.ndarray, blocks: int, threads: int) -> dict:
-    """Run ``kernel[blocks, threads](values, partial)`` counted (one partial sum per block
-    expected)."""
-    log, partial, reads = _counted_launch(
+def histogram_report(
+    kernel: Any, values: np.ndarray, n_bins: int, blocks: int, threads: int
+) -> dict:
+    """Run a histogram kernel ``kernel[blocks, threads](values, bins)`` counted; what it did.
+
+    ``counts`` (the bins), ``fewest_reads_of_a_value``/``most_reads_of_a_value``,
+    ``plain_writes_to_bins``, ``atomics_on_bins`` (any ``cuda.atomic`` function),
+    ``most_atomics_per_bin_and_block``, ``shared_arrays`` (calls), and for every
+    kernel the fields of :func:`synchronisation` (``racy_shared_writes`` counts
+    the shared bins of ``local[v] += 1``).
+    """
+    return run_histogram(kernel, values, n_bins, blocks, threads)[0]
+
+
+def run_block_sum(
+    kernel: Any, values: np.ndarray, blocks: int, threads: int
+) -> tuple[dict, AccessLog]:
+    """:func:`block_sum_report` and the log behind it."""
+    log, partial, common = _counted_launch(
         kernel, values, np.zeros(blocks, values.dtype), "partial", blocks, threads
     )
-    return {
+    report = {
         "partial": np.asarray(partial).copy(),
-        **reads,
+        **common,
         "writes_to_partial": log.total(log.writes, "partial"),
         "atomics": log.total(log.atomics, "partial") + log.total(log.atomics, "values"),
         "barriers_per_thread": log.barriers / (blocks * threads),
         "shared_arrays": log.shared_arrays,
     }
+    return report, log
+
+
+def block_sum_report(kernel: Any, values: np.ndarray, blocks: int, threads: int) -> dict:
+    """Run ``kernel[blocks, threads](values, partial)`` counted (one partial sum per block
+    expected).
+
+    ``partial``, the read counts, ``writes_to_partial``, ``atomics``,
+    ``barriers_per_thread`` (the mean), ``shared_arrays``, and the fields every
+    report has (see :func:`histogram_report`): a tree must have
+    ``blocks_with_uneven_barriers == 0`` (no barrier inside ``if t < step:``) and
+    ``racy_shared_reads == 0`` (a barrier after every step).
+    """
+    return run_block_sum(kernel, values, blocks, threads)[0]
 
 
 def expected_block_sums(values: np.ndarray, blocks: int, threads: int) -> np.ndarray:

@@ -1,16 +1,23 @@
-"""Numba's CUDA simulator, made to teach kernel patterns: warp shuffles and counted memory accesses.
+"""Numba's CUDA simulator, made to teach kernels: warp collectives, own shared arrays, counted
+accesses, barriers and races.
 
-Two gaps of the simulator are filled here, and only when it is active:
+The simulator runs a block's threads one Python thread at a time, so a kernel
+with a race or a misplaced barrier usually gives the right answer there and a
+wrong one (or a hang) on a GPU. This module fills its gaps, only when it is
+active (or for :func:`simulated`):
 
-* It has no ``cuda.shfl_down_sync``. :func:`enable_warp_shuffles` adds one that
-  exchanges values between the lanes of a warp through a barrier of the block,
-  so shuffle kernels run on a laptop. It needs every live thread of the block
-  to reach the same shuffles (true for the reductions of the course; a kernel
-  that shuffles in only some warps while the others wait at a barrier hangs).
-* A grader or a student wants to know *how* a kernel works, not only what it
-  returns. :class:`AccessLog` wraps arrays so that each element read, each plain
-  write and each atomic (with the block it came from) is counted. The simulator
-  keeps an ndarray subclass through its copies, which is what makes this work.
+* warp shuffles, votes and ``cuda.syncwarp`` among the 32 lanes of a warp
+  (:mod:`demos.patterns.simwarp`);
+* every ``cuda.shared.array`` call gets its own buffer, also two calls on one
+  line (the simulator told them apart by line and gave both the same), a fresh
+  one per block, filled with NaN or 0x5A5A as uninitialised memory might be;
+* :class:`AccessLog` counts each element read, plain write and atomic of the
+  arrays it wraps, the barriers each thread reached, and every access to shared
+  memory by thread and by barrier interval: two threads of a block that write
+  one shared element between the same two barriers (``local[v] += 1``), or one
+  that reads what another writes there, are a race; a block whose threads
+  reach different numbers of ``cuda.syncthreads()`` has a barrier that not
+  every thread reaches.
 
 On a real GPU kernels run as compiled code; to count what a kernel does there,
 :func:`simulated` runs its Python source in the simulator all the same.
@@ -19,6 +26,7 @@ On a real GPU kernels run as compiled code; to count what a kernel does there,
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -27,8 +35,12 @@ from typing import Any
 import numpy as np
 
 from demos import hardware
+from demos.patterns import simrace, simwarp
+from demos.patterns.simrace import is_element, key, state
 
-_state = threading.local()  # .atomic_block: the block of the thread inside an atomic, else None
+_lock = threading.Lock()
+_ATOMICS = "add sub and_ or_ xor inc dec exch max min nanmax nanmin compare_and_swap cas".split()
+_BARRIERS = ("syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_or")
 
 
 def _simulator_module():
@@ -63,45 +75,94 @@ def simulated(kernel: Any) -> Any:
     return FakeCUDAKernel(python_function(kernel), device=False)
 
 
-def _shfl_down_sync(self, mask: int, value: Any, delta: int) -> Any:
-    """Value of the lane *delta* above this one in the warp (own value past the warp's end)."""
-    thread = threading.current_thread()
-    board = thread._manager.__dict__.setdefault("_shuffle_board", {})
-    tid = thread.thread_id
-    board[tid] = value
-    thread.syncthreads()
-    lane = tid % 32
-    result = board.get(tid + delta, value) if lane + delta < 32 else value
-    thread.syncthreads()  # nobody overwrites the board before everyone has read it
-    return result
+def _poisoned(shape: Any, dtype: np.dtype) -> np.ndarray:
+    """A new shared array holding what uninitialised memory might: NaN, or 0x5A5A."""
+    buffer = np.empty(shape, dtype)
+    buffer.fill(simwarp.undefined_like(buffer.dtype.type(0)))
+    return buffer
+
+
+def shared_buffer(shared: Any, shape: Any, dtype: Any, site: tuple) -> np.ndarray:
+    """The buffer of the ``cuda.shared.array`` call at *site* (code, instruction) in this block."""
+    kernelapi = _simulator_module()
+    if isinstance(dtype, kernelapi.types.Type):
+        dtype = kernelapi.numpy_support.as_dtype(dtype)
+    block = tuple(threading.current_thread().blockIdx)
+    with _lock:
+        store = shared.__dict__.setdefault("_course_buffers", {})
+        if store.get("block") != block:  # blocks run one after another: a fresh set for each
+            store.clear()
+            store["block"] = block
+        if site not in store:
+            store[site] = _poisoned(shape, np.dtype(dtype))
+        return store[site]
+
+
+def _shared_array(self: Any, shape: Any, dtype: Any, alignment: Any = None) -> np.ndarray:
+    if shape == 0 or alignment is not None:  # dynamic shared memory: the simulator's own
+        return _original_shared(self, shape, dtype, alignment)
+    caller = sys._getframe(1)
+    return shared_buffer(self, shape, dtype, (caller.f_code, caller.f_lasti))
+
+
+def _register_thread(self: Any, *args: Any, **kwargs: Any) -> None:
+    _original_thread_init(self, *args, **kwargs)
+    simwarp.register_thread(self)
+    if _active is not None:
+        _active.thread_started(self)
+
+
+def _run_thread(self: Any) -> None:
+    simwarp.run_thread(self, _original_thread_run)
+
+
+_original_shared: Any = None
+_original_thread_init: Any = None
+_original_thread_run: Any = None
+_active: AccessLog | None = None  # the log counting right now, if any
+
+
+def _underlying(array: Any) -> Any:
+    """The NumPy array behind a simulator array argument (or the array itself)."""
+    while not isinstance(array, np.ndarray):
+        inner = array.__dict__.get("_item") if hasattr(array, "__dict__") else None
+        inner = inner if inner is not None else getattr(array, "_ary", None)
+        if inner is None:
+            return array
+        array = inner
+    return array
 
 
 def enable_warp_shuffles(force: bool = False) -> bool:
-    """Give the simulator ``cuda.shfl_down_sync``; False (and nothing done) when it is off, unless
-    *force*."""
+    """Give the simulator warp collectives and an own buffer per shared array; False (and nothing
+    done) when it is off, unless *force*."""
+    global _original_shared, _original_thread_init, _original_thread_run
     if not (force or hardware.simulator_enabled()):
         return False
     kernelapi = _simulator_module()
-    kernelapi.FakeCUDAModule.shfl_down_sync = _shfl_down_sync
+    from numba.cuda.simulator import kernel as sim_kernel
+
+    with _lock:
+        for name, function in simwarp.COLLECTIVES.items():
+            setattr(kernelapi.FakeCUDAModule, name, function)
+        if _original_shared is None:
+            _original_shared = kernelapi.FakeCUDAShared.array
+            kernelapi.FakeCUDAShared.array = _shared_array
+            _original_thread_init = sim_kernel.BlockThread.__init__
+            sim_kernel.BlockThread.__init__ = _register_thread
+            _original_thread_run = sim_kernel.BlockThread.run
+            sim_kernel.BlockThread.run = _run_thread
     return True
 
 
-def _is_element(index: Any) -> bool:
-    if isinstance(index, tuple):
-        return all(isinstance(i, (int, np.integer)) for i in index)
-    return isinstance(index, (int, np.integer))
-
-
-def _key(index: Any) -> tuple[int, ...]:
-    return tuple(int(i) for i in index) if isinstance(index, tuple) else (int(index),)
-
-
 class AccessLog:
-    """Counts of element reads, plain writes and atomics on the arrays it wrapped.
+    """What a kernel did, counted: element accesses, atomics, barriers, shared-memory races.
 
     Use :meth:`wrap` on the kernel's arguments, launch inside :meth:`counting`,
     then read :attr:`reads`, :attr:`writes`, :attr:`atomics` (each a Counter of
-    ``(array name, index)``) and :attr:`atomics_per_block` (``(name, block, index)``).
+    ``(array name, index)``), :attr:`atomics_per_block` (``(name, block, index)``),
+    :attr:`barrier_counts` (``(block, thread) -> barriers reached``), the races on
+    shared memory (:meth:`racy_shared_writes` & co.) and :meth:`problems` (sentences).
     """
 
     def __init__(self) -> None:
@@ -109,9 +170,13 @@ class AccessLog:
         self.writes: Counter = Counter()
         self.atomics: Counter = Counter()
         self.atomics_per_block: Counter = Counter()
+        self.atomic_functions: Counter = Counter()  # "add", "inc", ...
+        self.warp_collectives: Counter = Counter()  # "shfl_down_sync", "syncwarp", ...
         self.barriers = 0
         self.shared_arrays = 0
+        self.barrier_counts: dict[tuple, int] = {}
         self._lock = threading.Lock()
+        self.shared = simrace.SharedWatch(self._lock)
 
     def wrap(self, array: np.ndarray, name: str) -> np.ndarray:
         """A view of *array* that reports every element access to this log under *name*."""
@@ -119,65 +184,118 @@ class AccessLog:
 
         class Counted(np.ndarray):
             def __getitem__(self, index):
-                if _is_element(index) and getattr(_state, "atomic_block", None) is None:
+                if is_element(index) and not getattr(state, "atomic", False):
                     with log._lock:
-                        log.reads[(name, _key(index))] += 1
+                        log.reads[(name, key(index))] += 1
                 return super().__getitem__(index)
 
             def __setitem__(self, index, value):
-                if _is_element(index):
-                    block = getattr(_state, "atomic_block", None)
+                if is_element(index) and not getattr(state, "atomic", False):
                     with log._lock:
-                        if block is None:
-                            log.writes[(name, _key(index))] += 1
-                        else:
-                            log.atomics[(name, _key(index))] += 1
-                            log.atomics_per_block[(name, block, _key(index))] += 1
+                        log.writes[(name, key(index))] += 1
                 super().__setitem__(index, value)
 
         Counted.__name__ = f"Counted[{name}]"
+        Counted._course_name = name
         return np.asarray(array).view(Counted)
+
+    # -- called from the simulator while counting
+    def thread_started(self, thread: Any) -> None:
+        with self._lock:
+            self.shared.block_dim = tuple(thread._manager._block_dim)
+            self.shared.grid_dim = tuple(thread._manager._grid_dim)
+            self.barrier_counts.setdefault((tuple(thread.blockIdx), thread.thread_id), 0)
+
+    def warp_collective(self, name: str) -> None:
+        with self._lock:
+            self.warp_collectives[name] += 1
+
+    def _barrier(self, original: Any) -> Any:
+        log = self
+
+        def sync(module_self, *args):
+            thread = threading.current_thread()
+            where = (tuple(thread.blockIdx), thread.thread_id)
+            with log._lock:
+                log.barriers += 1
+                log.barrier_counts[where] = log.barrier_counts.get(where, 0) + 1
+            try:
+                return original(module_self, *args)
+            finally:  # accesses after the barrier belong to the next interval
+                thread._course_barriers = getattr(thread, "_course_barriers", 0) + 1
+
+        return sync
+
+    def _shared_array(self, shared_self: Any, shape: Any, dtype: Any, alignment: Any = None):
+        with self._lock:
+            self.shared_arrays += 1
+        if shape == 0 or alignment is not None:
+            return _original_shared(shared_self, shape, dtype, alignment)
+        caller = sys._getframe(2)
+        site = (caller.f_code, caller.f_lasti)
+        buffer = shared_buffer(shared_self, shape, dtype, site)
+        with self._lock:
+            return self.shared.view(buffer, site, caller)
+
+    def _atomic(self, name: str, original: Any) -> Any:
+        log = self
+
+        def operation(atomic_self, array, *args):
+            target = _underlying(array)
+            state.atomic = True
+            try:
+                result = original(atomic_self, array, *args)
+            finally:
+                state.atomic = False
+            index = key(args[0] if name != "compare_and_swap" else (0,) * target.ndim)
+            counted = getattr(type(target), "_course_name", None)
+            with log._lock:
+                log.atomic_functions[name.rstrip("_")] += 1
+                if counted is not None:
+                    block = tuple(threading.current_thread().blockIdx)
+                    log.atomics[(counted, index)] += 1
+                    log.atomics_per_block[(counted, block, index)] += 1
+            shared = getattr(type(target), "_course_shared", None)
+            where = simrace.element_key(target, index) if shared is not None else None
+            if where is not None:
+                log.shared.access(shared[0], where, "atomic")
+            return result
+
+        return operation
 
     @contextlib.contextmanager
     def counting(self) -> Iterator[AccessLog]:
-        """Within this block, count atomics (not as a read and a write), barriers and shared arrays.
-
-        :attr:`barriers` counts ``cuda.syncthreads()`` calls of all threads,
-        :attr:`shared_arrays` the ``cuda.shared.array`` calls.
-        """
+        """Within this block, count atomics (not as a read and a write), barriers per thread,
+        shared arrays and their accesses, and warp collectives."""
+        global _active
+        enable_warp_shuffles(force=True)
         kernelapi = _simulator_module()
-        original = kernelapi.FakeCUDAAtomic.add
-        original_sync = kernelapi.FakeCUDAModule.syncthreads
-        original_shared = kernelapi.FakeCUDAShared.array
-        log = self
-
-        def syncthreads(module_self):
-            with log._lock:
-                log.barriers += 1
-            return original_sync(module_self)
-
-        def shared_array(shared_self, *args, **kwargs):
-            with log._lock:
-                log.shared_arrays += 1
-            return original_shared(shared_self, *args, **kwargs)
-
-        def add(atomic_self, array, index, value):
-            _state.atomic_block = tuple(threading.current_thread().blockIdx)
-            try:
-                return original(atomic_self, array, index, value)
-            finally:
-                _state.atomic_block = None
-
-        kernelapi.FakeCUDAAtomic.add = add
-        kernelapi.FakeCUDAModule.syncthreads = syncthreads
-        kernelapi.FakeCUDAShared.array = shared_array
+        saved = {
+            (cls, name): getattr(cls, name)
+            for cls, names in (
+                (kernelapi.FakeCUDAAtomic, _ATOMICS),
+                (kernelapi.FakeCUDAModule, _BARRIERS),
+                (kernelapi.FakeCUDAShared, ("array",)),
+            )
+            for name in names
+        }
+        for (cls, name), original in saved.items():
+            if cls is kernelapi.FakeCUDAAtomic:
+                setattr(cls, name, self._atomic(name, original))
+            elif cls is kernelapi.FakeCUDAModule:
+                setattr(cls, name, self._barrier(original))
+        kernelapi.FakeCUDAShared.array = lambda *args, **kwargs: self._shared_array(*args, **kwargs)
+        _active = self
+        simwarp.observers.append(self)
         try:
             yield self
         finally:
-            kernelapi.FakeCUDAAtomic.add = original
-            kernelapi.FakeCUDAModule.syncthreads = original_sync
-            kernelapi.FakeCUDAShared.array = original_shared
+            simwarp.observers.remove(self)
+            _active = None
+            for (cls, name), original in saved.items():
+                setattr(cls, name, original)
 
+    # -- what was seen
     def total(self, counter: Counter, name: str) -> int:
         """Sum of a counter's entries for the array *name*."""
         return sum(count for key, count in counter.items() if key[0] == name)
@@ -185,3 +303,51 @@ class AccessLog:
     def max_atomics_per_bin_and_block(self, name: str) -> int:
         """The most atomics any one block made on any one element of *name* (0 if none)."""
         return max((c for key, c in self.atomics_per_block.items() if key[0] == name), default=0)
+
+    def barrier_range(self) -> tuple[int, int]:
+        """(fewest, most) ``cuda.syncthreads()`` any thread reached (0, 0 when nothing ran)."""
+        counts = self.barrier_counts.values()
+        return (min(counts, default=0), max(counts, default=0))
+
+    def uneven_barriers(self) -> dict[tuple, tuple[int, int, int, int]]:
+        """Blocks whose threads reached different numbers of barriers: block -> (fewest, a thread
+        with that many, most, a thread with that many)."""
+        by_block: dict[tuple, list] = {}
+        for (block, tid), count in sorted(self.barrier_counts.items()):
+            by_block.setdefault(block, []).append((count, tid))
+        found = {}
+        for block, counts in by_block.items():
+            low, high = min(counts), max(counts, key=lambda c: (c[0], -c[1]))
+            if low[0] != high[0]:
+                found[block] = (low[0], low[1], high[0], high[1])
+        return found
+
+    def racy_shared_writes(self) -> int:
+        """Shared elements (per block) written by two threads between the same two barriers."""
+        return self.shared.count("write")
+
+    def racy_shared_reads(self) -> int:
+        """Shared elements (per block) read by a thread while another wrote them, unordered."""
+        return self.shared.count("read")
+
+    def uninitialised_shared_reads(self) -> int:
+        """Shared elements (per block) read before any thread of the block wrote them."""
+        return self.shared.count("uninitialised")
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(kind, one sentence) per kind of synchronisation problem seen, worst first: "barriers"
+        (uneven), "write", "read" (races on shared memory), "uninitialised"; empty if none."""
+        said = []
+        uneven = self.uneven_barriers()
+        if uneven:
+            block, (low, low_t, high, high_t) = next(iter(uneven.items()))
+            text, threads = self.shared.text, self.shared.block_dim
+            sentence = (
+                f"in block {text(block, self.shared.grid_dim)} thread {text(low_t, threads)} "
+                f"reached {low} cuda.syncthreads() but thread {text(high_t, threads)} reached "
+                f"{high} ({len(uneven)} block(s) like this): every thread of a block must reach "
+                "every barrier, or a GPU hangs or goes on too early. Guard the work, not the "
+                "barrier."
+            )
+            said.append(("barriers", sentence))
+        return said + self.shared.problems()
