@@ -49,10 +49,10 @@ def _run(student: Callable, xp: Any, arrays: tuple, what: str) -> Any:
             raise
         first = said.splitlines()[0].rstrip(".")
         raise CheckFailed(
-            f"{what}: your function handed a GPU array to NumPy ({first}). "
-            "NumPy's own functions (np.einsum, np.asarray, ...) are for host arrays; code for "
-            "NumPy and CuPy alike asks the array for its module: xp = get_array_module(x), "
-            "then xp.einsum(...)."
+            f"{what}: your function handed a GPU array to NumPy ({first}). Code for NumPy "
+            "and CuPy alike asks the array for its module: xp = get_array_module(x), then "
+            "xp.einsum(...). (CuPy passes some NumPy calls such as np.einsum on to itself, "
+            "but np.asarray and many others fail, and the code no longer says what runs where.)"
         ) from None
 
 
