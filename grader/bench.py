@@ -16,6 +16,7 @@ nbgrader.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -272,3 +273,26 @@ def _assignment_result(
             for kind, v in per_kind.items()
         },
     }
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--students", type=int, default=6, help="per assignment")
+    parser.add_argument("--assignments", default="simt", help="comma-separated")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--serial-sample",
+        type=int,
+        default=3,
+        help="students graded by plain serial nbgrader autograde to compare",
+    )
+    parser.add_argument("--output", type=Path, default=Path("grader/results"))
+
+
+def main(course: Path, args: argparse.Namespace) -> int:
+    """Run the benchmark and print where its JSON is."""
+    assignments = args.assignments.split(",")
+    path = bench(
+        course, assignments, args.students, args.workers, args.serial_sample, args.output.resolve()
+    )
+    print(path)
+    return 0

@@ -14,7 +14,8 @@ allows:
     its runtime folder (writable), and small ``/tmp`` and ``/dev/shm`` of its
     own. Nothing else of the machine is there, so a second copy of the course
     elsewhere (a backup, another checkout) is not readable either;
-``bwrap``      (not root): the same without a user id of its own;
+``bwrap``      (not root): the same without a user id of its own (bubblewrap's
+    options are spelled out in :mod:`grader.bwrap`);
 ``uid``        (root, no user namespaces, e.g. an unprivileged container): a
     user id of its own, so nothing of the grader's is writable and the
     gradebook copies (mode 600) are unreadable, and every process of that
@@ -46,6 +47,8 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from grader import bwrap
+from grader.bwrap import SYSTEM_FOLDERS
 from grader.processes import BASE_UID
 
 LEVEL_MEANING = {
@@ -69,13 +72,6 @@ def own_user(level: str) -> bool:
 def in_bubblewrap(level: str) -> bool:
     """Whether notebooks at *level* run inside bubblewrap (their own file system and /tmp)."""
     return level.startswith("bwrap")
-
-
-#: What the machine gives every sandboxed kernel, read-only: programs, libraries,
-#: configuration (/etc: users, certificates, the dynamic linker's cache) and the
-#: kernel's device descriptions (/sys: CPU counts, GPUs). Nothing that holds users'
-#: files: /home, /root, /srv, /opt, /var, /mnt and /tmp stay out.
-SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
 
 
 @dataclass
@@ -124,36 +120,6 @@ def _works(args: list[str]) -> bool:
         return False
 
 
-# What every sandboxed kernel gets from bubblewrap (and what detect_level probes):
-# no network, its own process tree, IPC and host name, killed with its parent, no
-# terminal to inject into, an empty root with the system folders put back read-only,
-# fresh /dev and /proc.
-_NAMESPACES = (
-    "--unshare-net",
-    "--unshare-pid",
-    "--unshare-ipc",
-    "--unshare-uts",
-    "--die-with-parent",
-    "--new-session",
-)
-
-
-def _system(path: str) -> bool:
-    """Whether *path* is already put back as (part of) a system folder."""
-    return any(path == f or path.startswith(f + "/") for f in SYSTEM_FOLDERS)
-
-
-def _system_arguments() -> list[str]:
-    """The system folders put back (a merged-/usr link such as /bin -> usr/bin stays a link)."""
-    args: list[str] = []
-    for folder in SYSTEM_FOLDERS:
-        if os.path.islink(folder):
-            args += ["--symlink", os.readlink(folder), folder]
-        elif os.path.isdir(folder):
-            args += ["--ro-bind", folder, folder]
-    return [*args, "--dev", "/dev", "--proc", "/proc"]
-
-
 def detect_level() -> str:
     """The strongest isolation this machine offers (see the module docstring).
 
@@ -165,16 +131,16 @@ def detect_level() -> str:
             raise SystemExit(f"GRADER_SANDBOX_LEVEL must be one of {', '.join(LEVEL_MEANING)}")
         return chosen
     root = os.geteuid() == 0
-    bwrap = shutil.which("bwrap")
-    isolation = [*_NAMESPACES, *_system_arguments()]
+    bwrap_program = shutil.which("bwrap")
+    isolation = [*bwrap.NAMESPACES, *bwrap.system_arguments()]
     probe = [*isolation, "true"]  # the isolation the kernel will get, around a no-op
     if (
         root
-        and bwrap
+        and bwrap_program
         and shutil.which("setpriv")
         and _works(
             [
-                bwrap,
+                bwrap_program,
                 *isolation,
                 "setpriv",
                 f"--reuid={BASE_UID}",
@@ -185,7 +151,7 @@ def detect_level() -> str:
         )
     ):
         return "bwrap+uid"
-    if not root and bwrap and _works([bwrap, "--unshare-user", *probe]):
+    if not root and bwrap_program and _works([bwrap_program, "--unshare-user", *probe]):
         return "bwrap"
     if (
         root
@@ -231,7 +197,7 @@ def visible_paths(level: str, private: list[Path]) -> list[str]:
     if not in_bubblewrap(level):
         return ["every world-readable file of this machine (no user namespaces here)"]
     system = [p for p in SYSTEM_FOLDERS if os.path.isdir(p) and not os.path.islink(p)]
-    environment = [p for p in course_environment_paths(private) if not _system(p)]
+    environment = [p for p in course_environment_paths(private) if not bwrap.is_system(p)]
     return [
         *(f"{p} (read-only)" for p in [*system, *environment]),
         "a copy of the notebook's folder, its own HOME, /tmp, /dev/shm (writable, removed after)",
@@ -322,48 +288,6 @@ def kernel_environment(policy: Policy) -> dict[str, str]:
     return env
 
 
-def _bwrap_arguments(policy: Policy, workdir: str) -> list[str]:
-    """bubblewrap options: an empty root, then only what the kernel needs put back.
-
-    An allow-list rather than a list of course folders to hide: whatever is
-    not named here (another checkout of the course, a backup, other users'
-    homes) does not exist for the kernel. The notebook's copy (*workdir*'s
-    stand-in, :attr:`Policy.workdir`) is bound at the notebook's own path, so
-    the student's code sees the folder it expects.
-    """
-    args = [*_NAMESPACES, *_system_arguments()]
-    # GPU device files, so that a GPU grader grades on the GPU as the students ran it.
-    if policy.gpu:
-        for device in sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri")):
-            args += ["--dev-bind", device, device]
-    # Its own small /tmp, /var/tmp and /dev/shm: memory on the machine, so their size is capped.
-    for folder, size in (
-        ("/tmp", policy.disk_bytes),
-        ("/var/tmp", policy.disk_bytes),
-        ("/dev/shm", policy.memory_bytes),
-    ):
-        args += ["--perms", "01777", "--size", str(size), "--tmpfs", folder]
-    mounted = {"/", "/tmp", "/var/tmp", "/dev", "/dev/shm", "/proc", *SYSTEM_FOLDERS}
-    binds = [
-        *(
-            ("--ro-bind", path, path)
-            for path in dict.fromkeys(policy.readonly)
-            if not _system(path)
-        ),
-        *(("--bind", path, path) for path in dict.fromkeys(policy.writable)),
-        ("--bind", policy.workdir or workdir, workdir),
-    ]
-    for option, source, target in binds:
-        # bubblewrap makes missing parents private to root: the kernel's user must pass.
-        for parent in reversed(Path(target).parents):
-            if str(parent) not in mounted:
-                args += ["--perms", "0755", "--dir", str(parent)]
-                mounted.add(str(parent))
-        args += [option, source, target]
-        mounted.add(target)
-    return args + ["--setenv", "HOME", policy.home or "/tmp", "--chdir", workdir, "--"]
-
-
 def kernel_command(policy: Policy, connection_file: str, workdir: str) -> list[str]:
     """The command that starts ipykernel in *workdir* inside the sandbox *policy* describes."""
     kernel = [
@@ -374,6 +298,10 @@ def kernel_command(policy: Policy, connection_file: str, workdir: str) -> list[s
         connection_file,
         "--HistoryManager.hist_file=:memory:",
     ]
+    # GPU device files, so that a GPU grader grades on the GPU as the students ran it.
+    devices = []
+    if policy.gpu:
+        devices = sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri"))
     drop = []
     if policy.uid is not None and own_user(policy.level):
         drop = [
@@ -386,7 +314,7 @@ def kernel_command(policy: Policy, connection_file: str, workdir: str) -> list[s
     if policy.level == "bwrap+uid":  # bwrap as root builds the box, then we drop to the uid
         return [
             shutil.which("bwrap") or "bwrap",
-            *_bwrap_arguments(policy, workdir),
+            *bwrap.arguments(policy, workdir, devices),
             *drop,
             *kernel,
         ]
@@ -394,7 +322,7 @@ def kernel_command(policy: Policy, connection_file: str, workdir: str) -> list[s
         return [
             shutil.which("bwrap") or "bwrap",
             "--unshare-user",
-            *_bwrap_arguments(policy, workdir),
+            *bwrap.arguments(policy, workdir, devices),
             *kernel,
         ]
     return drop + kernel
@@ -417,3 +345,18 @@ def install_kernelspec(folder: Path, policy_file: Path) -> str:
         )
     )
     return "grader-sandbox"
+
+
+def main(course: Path, args: object = None) -> int:
+    """``python -m grader sandbox``: what a grading kernel is kept from on this machine."""
+    from grader.cgroups import describe
+
+    level = detect_level()
+    print(f"grading sandbox: {level}: {LEVEL_MEANING[level]}")
+    print(describe())
+    print("a kernel can read:")
+    for path in visible_paths(level, private=[course]):
+        print(f"  {path}")
+    for warning in environment_warnings():
+        print(f"warning: {warning}")
+    return 0

@@ -1,0 +1,219 @@
+"""Grade one student in a course copy of their own, in a process with a wall-time limit.
+
+:mod:`grader.batch` runs many of these at once and merges each result into the
+real gradebook; :mod:`grader.slurm` runs one per array task. Nothing here
+writes outside the student's copy (``<work>/<student>/``), and
+:func:`grade_student` never raises: one student's problem is that student's
+``failed`` row, with the reason, not the class's.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from grader import box as boxes
+from grader import sandbox
+from grader.check import check_submission
+from grader.flags import FLAGS_ENV
+from grader.processes import kill_user_processes
+from grader.safe_files import copy_tree
+
+if TYPE_CHECKING:
+    from grader.batch import Batch
+
+_CONFIG = """\
+# Made by grader.one_student for one student's course copy; do not edit.
+c = get_config()  # noqa: F821
+load_subconfig({main!r})  # noqa: F821
+c.CourseDirectory.root = {root!r}
+c.CourseDirectory.db_url = {db_url!r}
+# The run's limits and this worker's user id; the sandbox is made in box/.
+c.GuardedExecute.sandbox_policy = {policy!r}
+c.GuardedExecute.box_folder = {box!r}
+c.GuardedExecute.cell_budgets = {budgets!r}
+"""
+
+
+@dataclass
+class Outcome:
+    """One student's result, as the summary table shows it."""
+
+    student: str
+    status: str = "not graded"
+    score: float | None = None
+    max_score: float | None = None
+    seconds: float = 0.0
+    flags: list[str] = field(default_factory=list)
+
+
+def traversable(path: Path) -> None:
+    """Others may pass through *path* but not list it (the sandbox user walks to its folder)."""
+    path.chmod(0o711)
+
+
+def student_copy(
+    batch: Batch, student: str, template: Path, uid: int | None
+) -> tuple[Path, list[str]]:
+    """A course folder for one student: config, gradebook copy, sources, their submission.
+
+    The submission is copied without links or oversized files (what was left
+    out comes back as flags): it came from outside, and nbgrader copies it on
+    as root.
+    """
+    root = batch.work / student
+    if root.is_symlink() or root.is_file():
+        root.unlink()
+    elif root.exists():
+        shutil.rmtree(root)
+    root.mkdir()
+    traversable(root)
+    shutil.copy2(template, root / "gradebook.db")
+    (root / "gradebook.db").chmod(0o600)
+    source = batch.course / "solutions" / batch.assignment
+    shutil.copytree(
+        source,
+        root / "solutions" / batch.assignment,
+        ignore=shutil.ignore_patterns("*.ipynb", ".ipynb_checkpoints"),
+    )
+    (root / "submitted" / student).mkdir(parents=True)
+    left_out = copy_tree(
+        batch.course / "submitted" / student / batch.assignment,
+        root / "submitted" / student / batch.assignment,
+    )
+    for private in ("solutions", "submitted"):
+        (root / private).chmod(0o700)
+    policy = sandbox.Policy(
+        level=batch.level,
+        uid=uid,
+        memory_bytes=batch.memory_bytes,
+        cpu_seconds=batch.cpu_seconds,
+        processes=batch.processes,
+        disk_bytes=batch.disk_bytes,
+        threads=batch.threads,
+        gpu=bool(batch.gpu),
+    )
+    policy.save(root / "limits.json")
+    (root / "nbgrader_config.py").write_text(
+        _CONFIG.format(
+            main=str(batch.course / "nbgrader_config.py"),
+            root=str(root),
+            db_url=f"sqlite:///{root / 'gradebook.db'}",
+            policy=str(root / "limits.json"),
+            box=str(root / "box"),
+            budgets=str(batch.cell_budgets or ""),
+        )
+    )
+    (root / "nbgrader_config.py").chmod(0o600)
+    return root, [f"submission file {line}" for line in left_out]
+
+
+@functools.cache
+def _forkserver() -> multiprocessing.context.BaseContext:
+    """The context whose processes fork from one server with nbgrader already imported."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["grader.autograde_one"])
+    return context
+
+
+def _kill_group(pid: int) -> None:
+    """Kill a grading process and everything in its session (its kernel included)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    except PermissionError:  # not yet its own session leader: only the process itself
+        os.kill(pid, signal.SIGKILL)
+
+
+#: What nbgrader's log says when a notebook could not be run, and what that means.
+_FAILURES = (
+    ("DeadKernelError", "the kernel died while a cell ran (the notebook ended it, or it crashed)"),
+    ("Kernel died before replying", "the kernel died while starting"),
+    ("Kernel didn't respond", "the kernel did not start in time"),
+)
+
+
+def failure_reason(log: str) -> str:
+    """One line that says why nbgrader could not grade a notebook, from its log."""
+    for marker, meaning in _FAILURES:
+        if marker in log:
+            return meaning
+    errors = [
+        line.strip()
+        for line in log.splitlines()
+        if re.match(r"\s*[\w.]+(Error|Exception|Exit)\b:?", line)
+        and "NbGraderException" not in line
+    ]
+    last = errors[-1] if errors else (log.strip().splitlines() or ["no log"])[-1]
+    return "nbgrader: " + last[:200]
+
+
+def grade_student(batch: Batch, student: str, template: Path, uid: int | None) -> Outcome:
+    """Check, then autograde one student in their own copy; never raises."""
+    started = time.monotonic()
+    outcome = Outcome(student)
+    if not (batch.course / "submitted" / student / batch.assignment).is_dir():
+        outcome.status = "no submission"
+        return outcome
+    try:
+        root, outcome.flags = student_copy(batch, student, template, uid)
+        outcome.flags += check_submission(
+            root / "submitted" / student / batch.assignment, batch.assignment, template, repair=True
+        )
+        env = dict(os.environ)
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        env["JUPYTER_RUNTIME_DIR"] = str(root / "jupyter-runtime")
+        env[FLAGS_ENV] = str(root / "flags.jsonl")
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        from grader import autograde_one  # nbgrader's imports: only when grading
+
+        proc = _forkserver().Process(
+            target=autograde_one.grade,
+            args=(str(root), batch.assignment, student, env, str(root / "autograde.log")),
+        )
+        proc.start()
+        proc.join(timeout=batch.wall_seconds)
+        if proc.is_alive():
+            _kill_group(proc.pid)
+            proc.join()
+            outcome.flags.append(f"stopped after the {batch.wall_seconds} s limit per notebook")
+        if uid is not None:
+            kill_user_processes(uid)
+        # Killed before nbgrader took its sandbox apart: do it here.
+        outcome.flags += [f"memory: {reason}" for reason in boxes.close_left_behind(root / "box")]
+        result_file = root / "result.json"
+        result = json.loads(result_file.read_text()) if result_file.is_file() else None
+        if (root / "flags.jsonl").is_file():
+            for line in (root / "flags.jsonl").read_text().splitlines():
+                flag = json.loads(line)
+                outcome.flags.append(f"{flag['grade_id']}: {flag['reason']}")
+        if result and result["success"]:
+            outcome.status = "graded"
+        else:
+            outcome.status = "failed"
+            # a limit that stopped the notebook is the reason; nbgrader's error only echoes it
+            stopped = any(
+                f.startswith(("memory:", "disk:")) or "limit per notebook" in f
+                for f in outcome.flags
+            )
+            if not stopped and proc.exitcode not in (0, None):
+                outcome.flags.append(f"grading process ended with status {proc.exitcode}")
+            elif not stopped:
+                log = (root / "autograde.log").read_text(errors="replace")
+                outcome.flags.append(failure_reason(log + (result or {}).get("log", "")))
+    except Exception as error:  # noqa: BLE001  (one student's problem must not stop the class)
+        outcome.status = "failed"
+        outcome.flags.append(f"{type(error).__name__}: {error}")
+    outcome.seconds = round(time.monotonic() - started, 1)
+    return outcome
