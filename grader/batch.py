@@ -231,7 +231,9 @@ def run_classes(
     if any(b.workers != workers for b, _ in classes):
         raise ValueError("the batches of one run must have the same number of workers")
     cgroups.placement()  # before any worker starts: a move into its leaf moves the grader alone
-    templates = [prepare(b) for b, _ in classes]
+    # prepare() times each solution (grader.cell_budgets): the assignments' runs overlap.
+    with ThreadPoolExecutor(len(classes)) as pool:
+        templates = list(pool.map(prepare, [b for b, _ in classes]))
     own_uids = sandbox.own_user(classes[0][0].level)
     with claim_uids(workers if own_uids else 0) as uids:
         return _run_pool(classes, templates, uids, progress)

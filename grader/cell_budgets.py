@@ -8,7 +8,7 @@ the solution once per assignment (cached until the solution changes), times
 each graded and answer cell, and gives every notebook's cell of that id
 :func:`budget` seconds: a generous multiple of the solution's time with a
 floor, so a slower machine or a busy one never stops an honest answer. A
-cell of the student's own (no id) gets the limit of the solution's slowest cell.
+cell of the student's own (no id) gets the median of the solution's limits.
 """
 
 from __future__ import annotations

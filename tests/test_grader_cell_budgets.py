@@ -57,7 +57,7 @@ def test_the_solution_is_timed_cell_by_cell_without_its_hidden_tests(tmp_path: P
 def test_the_grader_gives_each_cell_its_limit(tmp_path: Path) -> None:
     limits = tmp_path / "limits.json"
     limits.write_text(
-        json.dumps({"solution_seconds": {"a": 1, "b": 3}, "limits": {"a": 17, "b": 23}})
+        json.dumps({"solution_seconds": {"a": 1, "b": 3, "c": 6}, "limits": {"a": 17, "b": 23}})
     )
     execute = GuardedExecute(cell_budgets=str(limits), timeout=60)
     execute.preprocess(nbformat.v4.new_notebook(), {"metadata": {"path": str(tmp_path)}})
