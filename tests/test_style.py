@@ -18,6 +18,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_MODULE_LINES = 400
+# Over the limit when it came to grader/ (issue 25), and reworked by their owners
+# right now: remove a name once its module is split.
+BEING_SPLIT = {"grader/verdicts/kernel_source.py"}
 GPU_NODE_TOOLS = sorted((ROOT / "tools" / "gpu-node").glob("*.sh"))
 
 
@@ -55,12 +58,25 @@ def test_ruff_sees_every_tracked_python_file():
     assert unseen == []
 
 
-def test_no_module_in_demos_is_over_the_limit():
+def sized_files() -> list[Path]:
+    """The Python modules of demos/, grader/ and tools/, and every file in bin/ (the
+    launcher, its sourced parts, its job script template); notebooks are not counted."""
+    files = [p for folder in ("demos", "grader", "tools") for p in (ROOT / folder).rglob("*.py")]
+    files += [p for p in (ROOT / "bin").rglob("*") if p.is_file() and not p.name.startswith(".")]
+    return [p for p in files if "__pycache__" not in p.parts]
+
+
+def test_no_module_or_script_is_over_the_limit():
+    """Split along the seams when one grows past it (grader/batch.py and one_student.py,
+    bin/gpu-jupyter and gpu-jupyter.d/), never squeezed."""
+    names = {str(p.relative_to(ROOT)) for p in sized_files()}
+    assert {"demos/hardware.py", "bin/gpu-jupyter", "bin/gpu-jupyter.d/job.sh.in"} <= names
     sizes = {
         str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
-        for path in (ROOT / "demos").rglob("*.py")
+        for path in sized_files()
     }
-    assert {p: n for p, n in sizes.items() if n > MAX_MODULE_LINES} == {}
+    over = {p: n for p, n in sizes.items() if n > MAX_MODULE_LINES and p not in BEING_SPLIT}
+    assert over == {}
 
 
 def test_readme_layout_lists_every_top_level_folder():
