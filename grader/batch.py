@@ -57,6 +57,10 @@ def option(flag: str, help: str, default: int, *, size: bool = False) -> Any:
     return field(default=default, metadata={"flag": flag, "help": help, "size": size})
 
 
+#: The sandbox's own limits (what plain ``nbgrader autograde`` gets) are autograde's defaults.
+_KERNEL = sandbox.Policy(level="")
+
+
 @dataclass
 class Batch:
     """Settings for one grading run."""
@@ -66,10 +70,10 @@ class Batch:
     work: Path
     workers: int = option("--workers", "notebooks graded at once", 1)
     wall_seconds: int = option("--wall", "seconds per notebook", 600)
-    memory_bytes: int = option("--memory", "memory per notebook", 4 << 30, size=True)
-    cpu_seconds: int = option("--cpu", "CPU seconds per notebook", 600)
-    processes: int = option("--processes", "processes/threads per notebook", 512)
-    disk_bytes: int = option("--disk", "files a notebook may write", 1 << 30, size=True)
+    memory_bytes: int = option("--memory", "memory per notebook", _KERNEL.memory_bytes, size=True)
+    cpu_seconds: int = option("--cpu", "CPU seconds per notebook", _KERNEL.cpu_seconds)
+    processes: int = option("--processes", "processes/threads per notebook", _KERNEL.processes)
+    disk_bytes: int = option("--disk", "files a notebook may write", _KERNEL.disk_bytes, size=True)
     class_disk_bytes: int = option(
         "--class-disk",
         "what one assignment's graded folders may hold in autograded/ together",
