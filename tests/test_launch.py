@@ -376,6 +376,24 @@ def test_script_is_shellcheck_clean_and_bash_32_compatible(tmp_path: Path) -> No
     assert result.returncode == 0, result.stdout
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--dry-run", "--gpus", "2", "--constraint", "ib&(a100|h100)", "--module", "cuda/12"],
+        ["--dry-run", "--venv", "~/gpu course/.venv", "--sched-arg=--exclusive", "--time", "1:05"],
+        ["--time", "1:75"],
+        ["--constraint", "a100;reboot"],
+        ["--sched-arg", "--comment=$(id)"],
+    ],
+)
+def test_bash_32_compatibility_mode_changes_nothing(args: list[str]) -> None:
+    """BASH_COMPAT=32: bash 5 behaves as 3.2 where the two differ in behaviour (not
+    in syntax: that is test_script_is_shellcheck_clean_and_bash_32_compatible's)."""
+    now = run_script(*args, "me@login")
+    old = run_script(*args, "me@login", env={**os.environ, "BASH_COMPAT": "32"})
+    assert (old.returncode, old.stdout, old.stderr) == (now.returncode, now.stdout, now.stderr)
+
+
 def test_the_launcher_finds_its_parts_through_a_link(tmp_path: Path) -> None:
     """Linked from ~/bin, say: its parts are found next to the real file."""
     link = tmp_path / "gpu-jupyter"
