@@ -5,10 +5,14 @@ and a student's kernel must not reach it. So every student is graded in a
 course copy of its own (``<work>/<student>/``: a copy of the gradebook made
 before grading starts, that student's submission, a config that selects the
 ``grader-sandbox`` kernel) by a separate ``nbgrader autograde`` process with a
-wall-time limit; only this process writes the real gradebook, merging one
-student at a time through nbgrader's :class:`~nbgrader.api.Gradebook`. A
-student whose grading failed (a worker killed, the time limit) is listed, with
-the command that grades them again; nothing of the others is lost.
+wall-time limit (:mod:`grader.one_student`); only this process writes the
+real gradebook, merging one student at a time through nbgrader's
+:class:`~nbgrader.api.Gradebook`. A student whose grading failed (a worker
+killed, the time limit) is listed, with the command that grades them again;
+nothing of the others is lost.
+
+Here: the run's settings (:class:`Batch`), its shared pieces (:func:`prepare`),
+the pool of workers (:func:`run_classes`), the merge and the summary table.
 """
 
 from __future__ import annotations
