@@ -112,6 +112,17 @@ def test_anything_beyond_a_kernel_is_refused(body: str, reason: str) -> None:
         kernel_definition("k", ["@cuda.jit\ndef k(x, out):\n" + body])
 
 
+def test_an_unfinished_kernel_is_a_kernel_that_raises() -> None:
+    stub = '@cuda.jit\ndef k(x):\n    raise NotImplementedError("not done yet")\n'
+    kernel = kernel_definition("k", [stub])
+    with KernelRunner() as runner:
+        runner.request(op="define", source=kernel.as_plain())
+        reply = runner.request(op="launch", kernel="k", grid=[1], block=[2], args=[np.zeros(2)])
+    assert reply["error"].startswith("NotImplementedError")
+    with pytest.raises(NotAKernel, match="built-in error"):
+        kernel_definition("k", ["@cuda.jit\ndef k(x):\n    raise SystemExit\n"])
+
+
 def test_a_kernel_rebound_later_is_not_a_kernel() -> None:
     with pytest.raises(NotAKernel):
         kernel_definition("saxpy", [SAXPY, "saxpy = other"])

@@ -99,17 +99,15 @@ class KernelRunner:
 
 # --- the runner process ------------------------------------------------------------------
 def _namespace(constants: dict[str, Any]) -> dict[str, Any]:
+    import builtins as python_builtins
     import math
 
     import numba
     from numba import cuda
 
-    from grader.verdicts.kernel_source import BUILTINS, TYPE_NAMES
+    from grader.verdicts.kernel_source import BUILTINS, EXCEPTIONS, TYPE_NAMES
 
-    builtins = {
-        name: __builtins__[name] if isinstance(__builtins__, dict) else getattr(__builtins__, name)
-        for name in BUILTINS
-    }
+    builtins = {name: getattr(python_builtins, name) for name in BUILTINS | EXCEPTIONS}
     names: dict[str, Any] = {
         "__builtins__": builtins,
         "cuda": cuda,

@@ -103,6 +103,10 @@ BUILTINS = frozenset({"range", "min", "max", "abs", "int", "float", "bool", "len
 ARRAY_ATTRIBUTES = frozenset({"shape", "size", "ndim"})
 #: Module names a kernel may refer to.
 MODULES = frozenset({"cuda", "math", "numba", "np", "numpy"})
+#: Exceptions a kernel may raise (an unfinished one: ``raise NotImplementedError``).
+EXCEPTIONS = frozenset(
+    {"NotImplementedError", "ValueError", "IndexError", "RuntimeError", "AssertionError"}
+)
 #: Keyword arguments of ``cuda.jit`` that are kept (with literal values).
 JIT_OPTIONS = frozenset({"device", "fastmath", "debug", "opt", "lineinfo", "cache", "inline"})
 
@@ -324,6 +328,14 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         self.generic_visit(node)
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+        args = node.exc.args if isinstance(node.exc, ast.Call) else []
+        if node.cause is not None or not (isinstance(exc, ast.Name) and exc.id in EXCEPTIONS):
+            self.fail(node, "a kernel may only raise a built-in error such as NotImplementedError")
+        if not all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in args):
+            self.fail(node, "a kernel's error message must be a plain string")
 
     def visit_For(self, node: ast.For) -> None:
         if node.orelse:
