@@ -83,8 +83,8 @@ INSTRUCTOR_TESTS = {
     "test_notebooks_format.py",
 }
 INSTRUCTOR_TEST_PATTERN = re.compile(
-    r"solutions/|\"solutions\"|nbgrader_config|test_nbgrader|run_grader"
-    r"|^from grader|^import grader",
+    r"solutions/|\"solutions\"|nbgrader_config|test_nbgrader|run_grader|local_cluster|fake-lsf"
+    r"|^from grader|^import grader|\"grader\"",
     re.M,
 )
 # Text that must never reach students.
