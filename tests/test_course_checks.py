@@ -136,6 +136,14 @@ def tiled_distance_kernel(x, y, out):
 """,
         "shared",
     ),
+    # chapter 3's element-wise kernel: the row's norm used twice instead of the column's
+    "combine_kernel": (
+        """
+combine_kernel = {"in_params": "T x2_i, T xy, T y2_j", "out_params": "T d",
+                  "operation": "d = x2_i - 2 * xy + x2_i"}
+""",
+        "with x2_i = 1 and the rest 0, your kernel gives 2, expected 1",
+    ),
 }
 
 
@@ -145,3 +153,20 @@ def test_typical_mistakes_get_specific_feedback(name: str, capsys) -> None:
     assert passes(name, _defined(source, name)) is False
     said = capsys.readouterr().out
     assert words in said, f"feedback for {name} should mention {words!r}: {said}"
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        ({"operation": "d = x2_i - 2 * xy + y2_j ** 1"}, "C has no power operator"),
+        ({"out_params": "float64 d"}, "dtype float64, expected float32"),
+        ({"in_params": "T x2_i, T xy"}, "declare 3 inputs"),
+        ({"operation": "out = x2_i - 2 * xy + y2_j"}, "never sets the output 'd'"),
+    ],
+)
+def test_combine_kernel_explains_what_c_and_cupy_would_reject(change, words, capsys) -> None:
+    """The kernel strings are C for CuPy: Python-isms and a float64 output are named, on CPU too."""
+    spec = {**_defined(answer_source("combine_kernel"), "combine_kernel"), **change}
+    assert passes("combine_kernel", spec) is False
+    said = capsys.readouterr().out
+    assert words in said, said

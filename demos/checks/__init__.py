@@ -37,6 +37,7 @@ CHECKS: dict[str, tuple[str, Callable[[Any], str]]] = {
     "distance_matrix": ("03", array_checks.distance_matrix),
     "nearest_neighbour": ("03", array_checks.nearest_neighbour),
     "distance_matrix_chunked": ("03", array_checks.distance_matrix_chunked),
+    "combine_kernel": ("03", array_checks.combine_kernel),
     "naive_distance_kernel": ("04", kernel_checks.naive_distance_kernel),
     "coalesced_grid": ("04", kernel_checks.coalesced_grid),
     "coalesced_distance_kernel": ("04", kernel_checks.coalesced_distance_kernel),

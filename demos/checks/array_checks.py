@@ -5,6 +5,8 @@ a GPU, and everywhere with a CuPy-like stand-in (:mod:`demos.checks._gpulike`):
 array-module agnostic code must give the same answer, keep the input's dtype,
 return an array of the module it was given, and bring to the host only what it
 must (a nearest-neighbour search copies back n indices, not the n x n matrix).
+The student's own ``cupy.ElementwiseKernel`` is compiled by CuPy on a GPU and,
+without one, evaluated by a NumPy stand-in (:mod:`demos.checks._elementwise_standin`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from demos import hardware
-from demos.checks import _gpulike
+from demos.checks import _elementwise_standin, _gpulike
 from demos.checks._harness import CheckFailed, compare, expect_dtype
 
 
@@ -149,3 +151,62 @@ def distance_matrix_chunked(student: Callable[[Any, int], Any]) -> str:
             )
         compare(got, _direct(x, x), what, rtol=1e-6, atol=1e-9)
     return "the banded computation gives the full matrix, also when the last band is short."
+
+
+_KERNEL_KEYS = ("in_params", "out_params", "operation")
+_COMBINE_ORDER = "the inputs arrive as (x2[:, None], xy, y2[None, :]): D_ij = x2_i - 2 xy_ij + y2_j"
+
+
+def _elementwise(spec: dict[str, str], *arrays: np.ndarray) -> np.ndarray:
+    """The student's kernel on *arrays*: read by the NumPy stand-in everywhere (so that CPU and
+    GPU reject the same strings, with the same words), then compiled by CuPy where it has a GPU."""
+    on_host = _elementwise_standin.run(*(spec[k] for k in _KERNEL_KEYS), *arrays)
+    if not hardware.cupy_available():
+        return on_host
+    import cupy
+
+    try:
+        kernel = cupy.ElementwiseKernel(*(spec[k] for k in _KERNEL_KEYS), name="your_combine")
+        return cupy.asnumpy(kernel(*(cupy.asarray(a) for a in arrays)))
+    except Exception as exc:  # noqa: BLE001 - CUDA compile errors of student code vary
+        said = str(exc).strip().splitlines()
+        raise CheckFailed(
+            f"CuPy could not build or run your kernel: {type(exc).__name__}: "
+            f"{said[0][:200] if said else ''}"
+        ) from None
+
+
+def combine_kernel(spec: dict[str, str]) -> str:
+    """*spec* holds the three strings of a ``cupy.ElementwiseKernel`` for the last step
+    ``x2[:, None] - 2 * xy + y2[None, :]``: one pass, no n x m temporaries."""
+    if not isinstance(spec, dict) or set(spec) != set(_KERNEL_KEYS):
+        raise CheckFailed(f"give a dict with exactly the keys {', '.join(_KERNEL_KEYS)}.")
+    if not spec["operation"].strip():
+        raise CheckFailed("the operation is empty: write one C statement that sets the output.")
+    one = np.ones((1, 1))
+    for probe, want, what in (
+        ((one, 0 * one, 0 * one), 1.0, "x2_i = 1 and the rest 0"),
+        ((0 * one, one, 0 * one), -2.0, "xy = 1 and the rest 0"),
+        ((0 * one, 0 * one, one), 1.0, "y2_j = 1 and the rest 0"),
+    ):
+        got = float(np.asarray(_elementwise(spec, *probe)).ravel()[0])
+        if got != want:
+            raise CheckFailed(
+                f"with {what}, your kernel gives {got:g}, expected {want:g}: {_COMBINE_ORDER}."
+            )
+    rng = np.random.default_rng(9)
+    for n, m in [(1, 1), (5, 9), (9, 5)]:
+        for dtype in (np.float64, np.float32):
+            x, y = rng.random((n, 3)).astype(dtype), rng.random((m, 3)).astype(dtype)
+            x2, y2 = (x * x).sum(axis=1), (y * y).sum(axis=1)
+            what = f"{dtype.__name__}, {n} x {m} points"
+            got = _elementwise(spec, x2[:, None], x @ y.T, y2[None, :])
+            expect_dtype(got, dtype, what + " (declare the output as T, the inputs' type)")
+            compare(got, _direct(x, y), what, rtol=1e-4, atol=1e-5)
+    where = (
+        "compiled by CuPy and run on the GPU"
+        if hardware.cupy_available()
+        else "checked with a NumPy stand-in (no GPU for CuPy here; on a GPU CuPy compiles the "
+        "same string to CUDA)"
+    )
+    return f"one pass gives the whole matrix, float32 and float64, {where}."
