@@ -9,10 +9,11 @@ import pytest
 
 from demos.grading import wire
 from grader.verdicts import api
-from grader.verdicts.hidden_tests import defined_names, reads_name, split_hidden
+from grader.verdicts.hidden_tests import split_hidden
 from grader.verdicts.kernel_runner import KernelRunner
-from grader.verdicts.kernel_source import NotAKernel, is_kernel_definition, kernel_definition
+from grader.verdicts.kernel_source import NotAKernel, kernel_definition
 from grader.verdicts.originality import fingerprint, matches_course_code
+from grader.verdicts.student_source import defined_names, is_kernel_definition, reads_name
 
 SAXPY = """\
 @cuda.jit

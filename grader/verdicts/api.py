@@ -129,6 +129,11 @@ def hidden_test(name: str, what: str) -> Iterator[np.random.Generator]:
         yield rng(name)
     except GradingFailure:
         raise
+    except StudentError as error:  # the student's own error: its type helps, its text may not
+        kind = str(error).split(":", 1)[0].strip()[:40] or "an error"
+        raise GradingFailure(
+            f"{what} fails for a hidden input ({kind}); test it on more cases"
+        ) from None
     except Exception as error:
         raise GradingFailure(
             f"{what} fails for a hidden input ({type(error).__name__}); test it on more cases"
@@ -217,7 +222,7 @@ def started_all_before_waiting(events: Any) -> bool:
 
 def mentions(function: str, name: str) -> bool:
     """True if the student's last definition of *function* refers to *name* (in its source)."""
-    from grader.verdicts.hidden_tests import reads_name
+    from grader.verdicts.student_source import reads_name
 
     return reads_name(current().student_sources, function, name)
 

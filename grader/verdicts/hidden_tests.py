@@ -25,8 +25,8 @@ from grader.verdicts import api
 from grader.verdicts.api import StudentError
 from grader.verdicts.context import Submission
 from grader.verdicts.kernel_runner import KernelRunnerError
-from grader.verdicts.kernel_source import is_kernel_definition
 from grader.verdicts.proxies import StudentFunction, StudentKernel
+from grader.verdicts.student_source import defined_names, is_kernel_definition, literal_constants
 
 BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 
@@ -58,41 +58,6 @@ def split_hidden(source: str) -> tuple[str, str | None]:
     return "\n".join(visible), ("\n".join(hidden) if found else None)
 
 
-def defined_names(sources: list[str]) -> set[str]:
-    """Names the cells bind at top level (functions, classes, assignments, imports)."""
-    names: set[str] = set()
-    for source in sources:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                names.add(node.name)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                names.update((a.asname or a.name).split(".")[0] for a in node.names)
-            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
-    return names
-
-
-def reads_name(sources: list[str], function: str, name: str) -> bool:
-    """True if the last top-level ``def function`` in *sources* reads the global *name*."""
-    found = None
-    for source in sources:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
-        found = next(
-            (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function), found
-        )
-    return found is not None and any(
-        isinstance(n, ast.Name) and n.id == name for n in ast.walk(found)
-    )
-
-
 def _free_names(code: str) -> set[str]:
     tree = ast.parse(code)
     bound = {
@@ -116,9 +81,6 @@ def namespace(code: str, submission: Submission) -> dict:
     """What the hidden code sees: NumPy, math, :mod:`.api` as ``grading``, the student's names."""
     names: dict = {"np": np, "math": math, "grading": api}
     student = defined_names(submission.student_sources)
-    constants = {}
-    from grader.verdicts.kernel_source import literal_constants
-
     constants = literal_constants(submission.given_sources)
     for name in _free_names(code) - set(names):
         if name in constants:

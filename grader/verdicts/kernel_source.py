@@ -17,6 +17,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from grader.verdicts.student_source import definitions, literal_constants
+
 #: ``cuda.<name>`` a kernel may use, with the attributes allowed below each.
 CUDA_NAMES: dict[str, frozenset[str]] = {
     **dict.fromkeys(("threadIdx", "blockIdx", "blockDim", "gridDim"), frozenset("xyz")),
@@ -199,61 +201,6 @@ def _jit_options(decorator: ast.expr) -> dict[str, object] | None:
     return options
 
 
-def literal_constants(sources: list[str]) -> dict[str, int | float | bool]:
-    """Top-level ``NAME = <number>`` assignments of *sources* (cells), the last one winning."""
-    found: dict[str, int | float | bool] = {}
-    for source in sources:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target = node.targets[0]
-                if isinstance(target, ast.Name):
-                    try:
-                        value = ast.literal_eval(node.value)
-                    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                        found.pop(target.id, None)
-                        continue
-                    if type(value) in (int, float, bool):
-                        found[target.id] = value
-                    else:
-                        found.pop(target.id, None)
-    return found
-
-
-def _definitions(sources: list[str]) -> dict[str, ast.FunctionDef]:
-    """The last top-level ``def`` of each name in *sources* (cells in order)."""
-    found: dict[str, ast.FunctionDef] = {}
-    for source in sources:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.FunctionDef):
-                found[node.name] = node
-            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for target in targets:
-                    for name in ast.walk(target):
-                        if isinstance(name, ast.Name):
-                            found.pop(name.id, None)  # rebound to something else
-    return found
-
-
-def is_kernel_definition(name: str, sources: list[str]) -> bool:
-    """True if the last top-level definition of *name* in *sources* is decorated ``cuda.jit``."""
-    node = _definitions(sources).get(name)
-    if node is None:
-        return False
-    try:
-        return any(_jit_options(d) is not None for d in node.decorator_list)
-    except NotAKernel:
-        return True
-
-
 class _Checker(ast.NodeVisitor):
     """Refuses every node, name and attribute outside the CUDA Python subset."""
 
@@ -384,9 +331,9 @@ def kernel_definition(
     *given_sources* the cells the assignment gives (their literal constants, such
     as a block size, may be used by the kernel).
     """
-    definitions = _definitions(student_sources)
+    defined = definitions(student_sources)
     constants = literal_constants([*given_sources, *student_sources])
-    if name not in definitions:
+    if name not in defined:
         raise NotAKernel(f"{name} is not defined with def in your answer cells")
     result = KernelSource(name=name, constants=constants)
     device: set[str] = set()
@@ -397,7 +344,7 @@ def kernel_definition(
         if current in seen:
             continue
         seen.add(current)
-        function = definitions.get(current)
+        function = defined.get(current)
         if function is None:
             raise NotAKernel(f"{current} is not defined with def in your answer cells")
         options = None
@@ -411,7 +358,7 @@ def kernel_definition(
         if current != name and not is_device:
             raise NotAKernel(f"{current} is called from a kernel, so it must be a device function")
         _check_signature(function)
-        known = set(MODULES | TYPE_NAMES | BUILTINS | set(constants)) | (set(definitions) - {name})
+        known = set(MODULES | TYPE_NAMES | BUILTINS | set(constants)) | (set(defined) - {name})
         checker = _Checker(function, known)
         for statement in function.body:
             checker.visit(statement)
