@@ -36,7 +36,6 @@ from grader import processes, sandbox
 
 pytestmark = pytest.mark.slow
 #: What the integrity token looks like (grader/preprocessors.py).
-TOKEN = re.compile(r"grader-[0-9a-f]{40}")
 ASSIGNMENT = "simt"
 #: Graded in the same run, through the same workers.
 SECOND = "multigpu"
@@ -174,7 +173,13 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
 
     looping = _solution(root)
     looping.cells.insert(1, nbformat.v4.new_code_cell("import time\ntime.sleep(3)"))
-    looping.cells.insert(2, nbformat.v4.new_code_cell("while True:\n    pass"))
+    # ignores the interrupt its cell limit sends: only the notebook's wall time stops it
+    looping.cells.insert(
+        2,
+        nbformat.v4.new_code_cell(
+            "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
+        ),
+    )
     _hand_in(root, "lou", looping)
 
     greedy = _solution(root)  # writes 3 GB, over the 2G limit below
@@ -279,15 +284,12 @@ def test_stderr_and_warnings_cost_nothing(graded) -> None:
     assert "[stderr, not counted as an error] debug" in page.read_text()
 
 
-def test_blanked_test_cells_score_nothing_and_are_flagged(graded) -> None:
+def test_an_input_transformer_changes_no_verdict_and_is_flagged(graded) -> None:
+    """trudy hands in the blank release with every later cell blanked: the kernel runs no test,
+    but the hidden tests run in the grader, and her unwritten answers score nothing."""
     assert _score(graded, "trudy") == (0, 10)
     flags = " ".join(graded["summary"]["trudy"]["flags"])
-    assert "did not run to its end" in flags or "machinery was changed" in flags, flags
-    assert "input transformers" in flags
-    text = (
-        graded["root"] / "autograded" / "trudy" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-    ).read_text()
-    assert not TOKEN.search(text), "the nonce reached the notebook"
+    assert "input transformers" in flags, flags
 
 
 def test_duplicated_grade_id_is_repaired_and_flagged(graded) -> None:
@@ -341,12 +343,11 @@ def test_gradebook_has_every_graded_student_once(graded) -> None:
     assert os.stat(graded["root"] / "gradebook.db").st_mode & 0o077 == 0
 
 
-def test_feedback_is_made_from_the_merged_grades_without_the_token(graded) -> None:
+def test_feedback_is_made_from_the_merged_grades(graded) -> None:
     assert_all_succeeded(graded["feedback"])
     for student in ("alice", "bob", "carol", "mallory", "trudy"):
         page = graded["root"] / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html"
-        text = page_text(page)
-        assert not TOKEN.search(text), student
-    assert "GradingIntegrityError" in page_text(
-        graded["root"] / "feedback" / "trudy" / ASSIGNMENT / f"{ASSIGNMENT}.html"
-    )
+        assert "BEGIN HIDDEN TESTS" not in page.read_text(), student
+    trudy = page_text(graded["root"] / "feedback" / "trudy" / ASSIGNMENT / f"{ASSIGNMENT}.html")
+    assert "GradingFailure: global_index fails for a hidden input (NameError)" in trudy
+    assert "the saxpy kernel fails for a hidden input (NotImplementedError)" in trudy
