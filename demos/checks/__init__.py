@@ -17,6 +17,7 @@ from typing import Any
 
 from demos.checks import (
     array_checks,
+    cnn_checks,
     kernel_checks,
     multigpu_checks,
     pattern_checks,
@@ -49,6 +50,7 @@ CHECKS: dict[str, tuple[str, Callable[[Any], str]]] = {
     "histogram_atomic": ("04b", pattern_checks.histogram_atomic),
     "histogram_shared": ("04b", pattern_checks.histogram_shared),
     "warp_sum": ("04b", pattern_checks.warp_sum),
+    "batch_trial": ("05", cnn_checks.batch_trial),
     "split_ranges": ("06", multigpu_checks.split_ranges),
     "matvec_split": ("06", multigpu_checks.matvec_split),
     "split_sum": ("06", multigpu_checks.split_sum),
