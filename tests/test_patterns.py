@@ -103,15 +103,15 @@ def test_a_value_read_twice_is_seen(rng: np.random.Generator) -> None:
 
 
 def test_course_kernels_and_wrappers_are_recognised() -> None:
-    assert checks.is_course_kernel(kernels.histogram_shared_kernel(16))
-    assert checks.is_course_kernel(kernels.tree_sum_kernel("float32"))
+    assert grading.is_course_kernel(kernels.histogram_shared_kernel(16))
+    assert grading.is_course_kernel(kernels.tree_sum_kernel("float32"))
 
     @cuda.jit
     def own(values, bins):
         for i in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):
             cuda.atomic.add(bins, values[i], 1)
 
-    assert not checks.is_course_kernel(own)
+    assert not grading.is_course_kernel(own)
 
     def wrapper(v):
         return kernels.reduce_sum(v)

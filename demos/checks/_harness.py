@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
+from demos import kernel_testing
 from demos.numba_advice import advice_classes
 
-GUARD = 32  # elements of guard band on every side of a kernel's output
-SENTINEL = -7.25e9  # a value no correct kernel writes
+GUARD = kernel_testing.PAD  # elements of guard band on every side of a kernel's output
+SENTINEL = kernel_testing.CANARY  # a value no correct kernel writes
 
 
 class CheckFailed(Exception):
@@ -78,33 +79,24 @@ def launch(kernel: Any, grid: Any, block: Any, *args: Any, what: str) -> None:
         ) from None
 
 
-class GuardedOutput:
-    """A device output of *shape* inside a larger buffer filled with a sentinel."""
+class GuardedOutput(kernel_testing.GuardedOutput):
+    """A device output of *shape* inside a guard band; :meth:`fetch` says what went wrong."""
 
     def __init__(
         self, shape: tuple[int, ...], dtype: Any = np.float64, initial: np.ndarray | None = None
     ) -> None:
-        self.shape = shape
-        self.inner = tuple(slice(GUARD, GUARD + s) for s in shape)
-        host = np.full(tuple(s + 2 * GUARD for s in shape), SENTINEL, dtype=dtype)
-        if initial is not None:
-            host[self.inner] = initial
-        self.buffer = cuda.to_device(host)
-        self.view = self.buffer[self.inner]
+        super().__init__(shape, dtype, GUARD, initial=initial, fill=SENTINEL)
+        self.view = self.inner
 
     def fetch(self, what: str) -> np.ndarray:
         """The output as a host array, after checking the guard band is untouched."""
-        whole = self.buffer.copy_to_host()
-        band = whole.copy()
-        band[self.inner] = SENTINEL
-        touched = np.argwhere(band != SENTINEL)
-        if touched.size:
-            where = tuple(int(v) - GUARD for v in touched[0])
+        where = self.first_write_outside()
+        if where is not None:
             raise CheckFailed(
                 f"{what}: the kernel wrote outside the output, at index {where}. "
                 "Threads past the end must do nothing: guard with `if i < out.shape[0] ...`."
             )
-        return whole[self.inner]
+        return self.values()
 
 
 def compare(
@@ -114,7 +106,7 @@ def compare(
     got = np.asarray(got)
     if got.shape != expected.shape:
         raise CheckFailed(f"{what}: the result has shape {got.shape}, expected {expected.shape}.")
-    unwritten = np.argwhere(got == SENTINEL)
+    unwritten = kernel_testing.unwritten_entries(got, SENTINEL)
     if len(unwritten) == got.size and got.size:
         raise CheckFailed(f"{what}: the kernel wrote nothing at all.")
     if len(unwritten):
@@ -123,7 +115,7 @@ def compare(
             f"{what}: no thread wrote entry {where} ({len(unwritten)} of {got.size} "
             "entries unwritten). Does the launch's grid reach every entry with your indexing?"
         )
-    wrong = np.argwhere(~np.isclose(got, expected, rtol=rtol, atol=atol))
+    wrong = kernel_testing.wrong_entries(got, expected, rtol=rtol, atol=atol)
     if wrong.size:
         where = tuple(int(v) for v in wrong[0])
         raise CheckFailed(

@@ -19,6 +19,8 @@ import numpy as np
 from demos import hardware
 from demos.checks import _elementwise_standin, _gpulike
 from demos.checks._harness import CheckFailed, compare, expect_dtype
+from demos.distance.reference import reference_distance
+from demos.kernel_testing import to_host
 
 
 def _modules() -> list[Any]:
@@ -33,7 +35,7 @@ def _modules() -> list[Any]:
 def _to_host(array: Any) -> np.ndarray:
     if isinstance(array, _gpulike.GpuLikeArray):
         return np.array(array._data)  # the check's own look: not a transfer of the student's
-    return array.get() if hasattr(array, "get") else np.asarray(array)
+    return to_host(array)
 
 
 def _run(student: Callable, xp: Any, arrays: tuple, what: str) -> Any:
@@ -56,10 +58,6 @@ def _run(student: Callable, xp: Any, arrays: tuple, what: str) -> Any:
             "xp.einsum(...). (CuPy passes some NumPy calls such as np.einsum on to itself, "
             "but np.asarray and many others fail, and the code no longer says what runs where.)"
         ) from None
-
-
-def _direct(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    return ((x[:, None, :].astype(np.float64) - y[None, :, :]) ** 2).sum(axis=-1)
 
 
 def _same_module(got: Any, xp: Any, what: str) -> None:
@@ -96,7 +94,7 @@ def distance_matrix(student: Callable[[Any, Any], Any]) -> str:
                 got = _run(student, xp, (x, y), what)
                 _same_module(got, xp, what)
                 expect_dtype(got, dtype, what)
-                compare(_to_host(got), _direct(x, y), what, rtol=1e-4, atol=1e-5)
+                compare(_to_host(got), reference_distance(x, y), what, rtol=1e-4, atol=1e-5)
     return f"same matrix as the direct formula with {', '.join(xp.__name__ for xp in _modules())}."
 
 
@@ -105,7 +103,7 @@ def nearest_neighbour(student: Callable[[Any], Any]) -> str:
     for xp in _modules():
         for n in (2, 3, 50):
             x = rng.random((n, 3))
-            d = _direct(x, x)
+            d = reference_distance(x, x)
             np.fill_diagonal(d, np.inf)
             want = d.argmin(axis=1)
             what = f"{xp.__name__}, {n} points"
@@ -149,7 +147,7 @@ def distance_matrix_chunked(student: Callable[[Any, int], Any]) -> str:
             raise CheckFailed(
                 f"{what}: return the whole matrix as a NumPy array, not {type(got).__name__}."
             )
-        compare(got, _direct(x, x), what, rtol=1e-6, atol=1e-9)
+        compare(got, reference_distance(x, x), what, rtol=1e-6, atol=1e-9)
     return "the banded computation gives the full matrix, also when the last band is short."
 
 
@@ -202,7 +200,7 @@ def combine_kernel(spec: dict[str, str]) -> str:
             what = f"{dtype.__name__}, {n} x {m} points"
             got = _elementwise(spec, x2[:, None], x @ y.T, y2[None, :])
             expect_dtype(got, dtype, what + " (declare the output as T, the inputs' type)")
-            compare(got, _direct(x, y), what, rtol=1e-4, atol=1e-5)
+            compare(got, reference_distance(x, y), what, rtol=1e-4, atol=1e-5)
     where = (
         "compiled by CuPy and run on the GPU"
         if hardware.cupy_available()

@@ -28,6 +28,7 @@ from demos.checks._harness import (
     on_gpu,
     require_shared_memory,
 )
+from demos.distance.reference import reference_distance
 
 SHAPES = [(1, 1), (5, 12), (12, 5), (19, 19)]  # (rows n, columns m): partial blocks on purpose
 
@@ -35,7 +36,7 @@ SHAPES = [(1, 1), (5, 12), (12, 5), (19, 19)]  # (rows n, columns m): partial bl
 def _points(n: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     x, y = rng.random((n, 3)), rng.random((m, 3))
-    return x, y, ((x[:, None, :] - y[None, :, :]) ** 2).sum(axis=-1)
+    return x, y, reference_distance(x, y)
 
 
 def _shapes() -> list[tuple[int, int]]:

@@ -13,14 +13,19 @@ messages) and :mod:`.watch` (what the student's code launched and called).
 Hidden tests do not run here at all: the grader runs them in its own process
 (``grader.verdicts``) and asks this kernel, through :mod:`.serve`, only to run
 the student's code on its inputs and answer with plain data (:mod:`.wire`).
-Importing this package also silences Numba's warnings (performance advice): a
-correct answer should not print to stderr when the student validates.
+Importing this package changes nothing else: the grader's own process imports
+:mod:`.wire` and must keep its warning filters. Numba's performance advice,
+which on stderr would cost a graded cell its points, is silenced where a
+student's kernels are about to run (:func:`rng`, :class:`GuardedOutput`,
+:func:`watch`, :func:`.serve.handle`). The mechanics shared with the chapters'
+checks (guarded outputs, copies to the host, array modules, comparisons) are
+in :mod:`demos.kernel_testing`; :func:`is_course_kernel` tells the course's own
+pattern kernels from a student's.
 """
 
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any
 
 import numpy as np
 
@@ -29,6 +34,7 @@ from demos import hardware
 from demos.distance.reference import reference_distance as reference_distances
 from demos.grading import standin
 from demos.grading.checks import GradingFailure, assert_close, assert_equal, check, rng, seed_for
+from demos.grading.course_kernels import is_course_kernel
 from demos.grading.devices import (
     SIMULATED_DEVICE_COUNT,
     DeviceLog,
@@ -44,7 +50,8 @@ from demos.grading.watch import (
     uses_course_code,
     watch,
 )
-from demos.numba_advice import silence_advice
+from demos.kernel_testing import get_array_module
+from demos.kernel_testing import to_host as to_numpy
 
 __all__ = [
     "SIMULATED_DEVICE_COUNT",
@@ -63,6 +70,7 @@ __all__ = [
     "devices",
     "get_array_module",
     "is_course_code",
+    "is_course_kernel",
     "reference_distances",
     "rng",
     "seed_for",
@@ -71,11 +79,6 @@ __all__ = [
     "uses_course_code",
     "watch",
 ]
-
-
-# "Grid size ... low occupancy" and the like are advice printed to stderr; in a
-# graded cell that would cost all its points, on a GPU grader as well as in the simulator.
-silence_advice()
 
 
 def array_module() -> ModuleType:
@@ -90,21 +93,3 @@ def device_array_module() -> ModuleType:
     on every grader.
     """
     return hardware.require_cupy("grading") if hardware.cupy_available() else standin.module
-
-
-def get_array_module(*arrays: Any) -> ModuleType:
-    """Like ``cupy.get_array_module``, also for stand-in arrays and without CuPy."""
-    if any(isinstance(a, standin.DeviceArray) for a in arrays):
-        return standin.module
-    try:
-        import cupy
-    except Exception:  # noqa: BLE001  (not installed, or a broken CUDA install: either way NumPy)
-        return np
-    return cupy.get_array_module(*arrays)
-
-
-def to_numpy(array: Any) -> np.ndarray:
-    """A NumPy copy of a NumPy, CuPy or stand-in array (for comparing with a reference)."""
-    if hasattr(array, "get") and not isinstance(array, np.ndarray):
-        return array.get()
-    return np.asarray(array)

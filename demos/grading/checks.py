@@ -5,7 +5,11 @@ Validate), so nothing here is a safeguard: a grade is decided by the hidden
 tests, which run in the grader's process (``grader.verdicts``), never here.
 
 * :func:`rng` gives every visible test its own generator from a fixed seed:
-  the same inputs for every student and at every run.
+  the same inputs for every student and at every run. A visible test starts
+  by asking for its inputs and then launches the student's kernels on
+  test-sized grids from host arrays, so :func:`rng` also silences Numba's
+  performance advice, which on stderr would cost the cell its points
+  (importing this package silences nothing).
 * :func:`check`, :func:`assert_close` and :func:`assert_equal` fail with one
   sentence written by the course.
 """
@@ -16,6 +20,9 @@ import hashlib
 from typing import Any
 
 import numpy as np
+
+from demos.kernel_testing import to_host, wrong_entries
+from demos.numba_advice import silence_advice
 
 _SALT = b"gpu-python course: visible test inputs"
 
@@ -31,6 +38,7 @@ def seed_for(test_name: str) -> int:
 
 def rng(test_name: str) -> np.random.Generator:
     """The random generator for the inputs of the test called *test_name*."""
+    silence_advice()
     return np.random.default_rng(seed_for(test_name))
 
 
@@ -40,22 +48,17 @@ def check(condition: Any, message: str) -> None:
         raise GradingFailure(message)
 
 
-def _host(array: Any) -> np.ndarray:
-    if hasattr(array, "get") and not isinstance(array, np.ndarray):
-        array = array.get()
-    return np.asarray(array)
-
-
 def assert_close(
     actual: Any, expected: Any, what: str, rtol: float = 1e-7, atol: float = 0.0
 ) -> None:
     """Fail with "*what* is wrong" unless shapes match and values are close."""
     try:
-        got, want = _host(actual), np.asarray(expected)
+        got, want = to_host(actual), np.asarray(expected)
     except (TypeError, ValueError):
         raise GradingFailure(f"{what} is not an array") from None
     check(got.shape == want.shape, f"{what} has the wrong shape")
-    check(bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)), f"{what} is wrong")
+    wrong = wrong_entries(got, want, rtol=rtol, atol=atol, equal_nan=True)
+    check(wrong.size == 0, f"{what} is wrong")
 
 
 def assert_equal(actual: Any, expected: Any, what: str) -> None:

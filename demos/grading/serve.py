@@ -251,7 +251,14 @@ def _forbidden(path: str) -> Callable | None:
 
 
 def handle(text: str) -> str:
-    """Answer one request of the grader (text from :func:`wire.dumps`) with text for it."""
+    """Answer one request of the grader (text from :func:`wire.dumps`) with text for it.
+
+    The student's kernels run next, on the grader's small inputs: Numba's
+    performance advice about that is silenced first (it would only be noise).
+    """
+    from demos.numba_advice import silence_advice
+
+    silence_advice()
     try:
         request = wire.loads(text)
         if request.get("op") == "describe":

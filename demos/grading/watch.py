@@ -6,13 +6,16 @@
   (on a GPU and in the simulator alike), so a test can check that the work was
   done by the student's own kernel with a grid that covers the output;
 * every function of the course package (``demos``, except this grading
-  package) that ran, even through a wrapper or an alias, so importing the
-  course's own solution does not pass;
+  package and the kernel-testing core it stands on) that ran, even through a
+  wrapper or an alias, so importing the course's own solution does not pass;
 * every call of a forbidden function (e.g. ``np.array_split``).
 
 :func:`is_course_code` tells whether a function or kernel *is* the course's,
 and :class:`GuardedOutput` puts canary values around an output on the device,
 so out-of-bounds writes are caught on a GPU as well as in the simulator.
+Watching and guarded outputs come just before a student's kernels launch on
+test-sized grids, so both silence Numba's performance advice (on stderr it
+would cost a graded cell its points); importing this module silences nothing.
 """
 
 from __future__ import annotations
@@ -29,9 +32,21 @@ from typing import Any
 import numpy as np
 
 import demos
+from demos import kernel_testing
+from demos.numba_advice import silence_advice
 
 _DEMOS_DIR = str(Path(demos.__file__).resolve().parent)
-_GRADING_DIR = str(Path(__file__).resolve().parent)
+#: Files of ``demos`` that hold no answers: the tools tests use, which student code may call.
+_TOOL_PATHS = (str(Path(__file__).resolve().parent), str(Path(kernel_testing.__file__).resolve()))
+_TOOL_MODULES = ("demos.grading", kernel_testing.__name__)
+
+
+def _is_tool_module(name: str) -> bool:
+    return any(name == tool or name.startswith(tool + ".") for tool in _TOOL_MODULES)
+
+
+def _is_course_file(filename: str) -> bool:
+    return filename.startswith(_DEMOS_DIR) and not filename.startswith(_TOOL_PATHS)
 
 
 @dataclass
@@ -82,15 +97,12 @@ def _python_function(obj: Any) -> Any:
 def is_course_code(obj: Any) -> bool:
     """True if *obj* (function, kernel, class) comes from the course package, not the notebook."""
     module = getattr(obj, "__module__", None) or ""
-    if (module == "demos" or module.startswith("demos.")) and not module.startswith(
-        "demos.grading"
-    ):
+    if (module == "demos" or module.startswith("demos.")) and not _is_tool_module(module):
         return True
     function = _python_function(obj)
     if function is None:
         return False
-    filename = function.__code__.co_filename
-    return filename.startswith(_DEMOS_DIR) and not filename.startswith(_GRADING_DIR)
+    return _is_course_file(function.__code__.co_filename)
 
 
 def uses_course_code(obj: Any) -> bool:
@@ -111,9 +123,7 @@ def uses_course_code(obj: Any) -> bool:
         for name in code.co_names:
             value = names.get(name)
             if isinstance(value, types.ModuleType):
-                if value.__name__.split(".")[0] == "demos" and not value.__name__.startswith(
-                    "demos.grading"
-                ):
+                if value.__name__.split(".")[0] == "demos" and not _is_tool_module(value.__name__):
                     return True
             elif value is not None and is_course_code(value):
                 return True
@@ -155,6 +165,7 @@ def _code_of(function: Callable) -> Any:
 @contextlib.contextmanager
 def watch(forbidden: tuple[Callable, ...] = ()) -> Iterator[Watched]:
     """Record kernel launches, course functions and *forbidden* functions run inside the block."""
+    silence_advice()
     watched = Watched()
     forbidden_codes = {code: f.__name__ for f in forbidden if (code := _code_of(f)) is not None}
 
@@ -164,8 +175,7 @@ def watch(forbidden: tuple[Callable, ...] = ()) -> Iterator[Watched]:
         code = frame.f_code
         if code in forbidden_codes:
             watched.forbidden_calls.append(forbidden_codes[code])
-        filename = code.co_filename
-        if filename.startswith(_DEMOS_DIR) and not filename.startswith(_GRADING_DIR):
+        if _is_course_file(code.co_filename):
             watched.course_calls.append(f"{frame.f_globals.get('__name__')}.{code.co_name}")
 
     previous = sys.getprofile()
@@ -178,36 +188,19 @@ def watch(forbidden: tuple[Callable, ...] = ()) -> Iterator[Watched]:
             sys.setprofile(previous)
 
 
-class GuardedOutput:
+class GuardedOutput(kernel_testing.GuardedOutput):
     """An output array on the device with *pad* canary elements on every side.
 
-    Pass :attr:`inner` (a view of the real region) to a kernel; :meth:`values`
-    copies the real region back, :meth:`canaries_intact` says whether anything
-    was written outside it. The buffer is a Numba device array, so a write past
-    the end of :attr:`inner` lands in the canaries on a GPU too (the simulator
-    raises ``IndexError`` for it instead).
+    Pass :attr:`inner` (a view of the real region, which starts as
+    :attr:`CANARY`) to a kernel; :meth:`values` copies the real region back,
+    :meth:`canaries_intact` says whether anything was written outside it. A
+    write past the end of :attr:`inner` lands in the canaries on a GPU too (the
+    simulator raises ``IndexError`` for it instead). See
+    :class:`demos.kernel_testing.GuardedOutput`.
     """
 
-    CANARY = -12345.0
-
-    def __init__(self, shape: tuple[int, ...], dtype: Any = np.float64, pad: int = 32) -> None:
-        from numba import cuda
-
-        self.shape, self.pad = tuple(shape), pad
-        self.host = np.full([s + 2 * pad for s in self.shape], self.CANARY, dtype=dtype)
-        self.device = cuda.to_device(self.host)
-        self.region = tuple(slice(pad, pad + s) for s in self.shape)
-        self.inner = self.device[self.region]
-
-    def _copy_back(self) -> np.ndarray:
-        return self.device.copy_to_host()
-
-    def values(self) -> np.ndarray:
-        """The real region, copied to the host."""
-        return self._copy_back()[self.region].copy()
-
-    def canaries_intact(self) -> bool:
-        """True if nothing outside the real region was written."""
-        whole = self._copy_back()
-        whole[self.region] = self.CANARY
-        return bool(np.all(whole == np.asarray(self.CANARY, dtype=whole.dtype)))
+    def __init__(
+        self, shape: tuple[int, ...], dtype: Any = np.float64, pad: int = kernel_testing.PAD
+    ) -> None:
+        silence_advice()
+        super().__init__(shape, dtype, pad)

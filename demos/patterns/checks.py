@@ -12,37 +12,11 @@ on every machine, so a grade built on them is too.
 
 from __future__ import annotations
 
-import types
 from typing import Any
 
 import numpy as np
 
-from demos.patterns import kernels
-from demos.patterns.simulator import AccessLog, python_function, simulated
-
-
-def _course_code_objects() -> set[types.CodeType]:
-    """Code objects of every kernel in :mod:`demos.patterns.kernels`, nested ones included."""
-    found: set[types.CodeType] = set()
-    stack = [getattr(obj, "__code__", None) for obj in vars(kernels).values()]
-    stack += [
-        getattr(python_function(k), "__code__", None)
-        for k in (kernels.histogram_racy, kernels.histogram_global_atomic)
-    ]
-    while stack:
-        code = stack.pop()
-        if isinstance(code, types.CodeType) and code not in found:
-            found.add(code)
-            stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-    return found
-
-
-def is_course_kernel(kernel: Any) -> bool:
-    """True when *kernel* is (or runs the code of) one of the course package's own kernels."""
-    from demos.grading import uses_course_code
-
-    fn = python_function(kernel)
-    return uses_course_code(fn) or fn.__code__ in _course_code_objects()
+from demos.patterns.simulator import AccessLog, simulated
 
 
 def _counted_launch(
