@@ -139,6 +139,18 @@ def tiled_distance_kernel(x, y, out):
 """,
         "shared",
     ),
+    # chapter 4's device memory: NumPy arrays handed to the kernel, copied at every launch
+    "distance_on_device": (
+        """
+import math
+import numpy as np
+def distance_on_device(x, y, kernel):
+    out = np.empty((x.shape[0], y.shape[0]))
+    kernel[(math.ceil(y.shape[0] / 32), math.ceil(x.shape[0] / 8)), (32, 8)](x, y, out)
+    return out
+""",
+        "the kernel got host array(s) for x, y, out",
+    ),
     # chapter 5's batch trial: a prediction, but the tutorial's batch left as it was
     "batch_trial": (
         """
@@ -180,3 +192,28 @@ def test_combine_kernel_explains_what_c_and_cupy_would_reject(change, words, cap
     assert passes("combine_kernel", spec) is False
     said = capsys.readouterr().out
     assert words in said, said
+
+
+def test_distance_on_device_names_a_needless_copy_and_a_returned_device_array(capsys) -> None:
+    """Copying the output in with to_device, or returning the device array, is named as such."""
+    copied_in = """
+import math
+import numpy as np
+from numba import cuda
+def distance_on_device(x, y, kernel):
+    out = cuda.to_device(np.zeros((x.shape[0], y.shape[0])))
+    kernel[(math.ceil(y.shape[0] / 32), math.ceil(x.shape[0] / 8)), (32, 8)](
+        cuda.to_device(x), cuda.to_device(y), out)
+    return out.copy_to_host()
+"""
+    assert passes("distance_on_device", _defined(copied_in, "distance_on_device")) is False
+    assert "allocate it there with cuda.device_array" in capsys.readouterr().out
+    left_on_gpu = copied_in.replace("np.zeros", "np.empty").replace(
+        "return out.copy_to_host()", "return out"
+    )
+    left_on_gpu = left_on_gpu.replace(
+        "out = cuda.to_device(np.empty((x.shape[0], y.shape[0])))",
+        "out = cuda.device_array((x.shape[0], y.shape[0]))",
+    )
+    assert passes("distance_on_device", _defined(left_on_gpu, "distance_on_device")) is False
+    assert "you returned the device array" in capsys.readouterr().out

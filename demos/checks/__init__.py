@@ -18,6 +18,7 @@ from typing import Any
 from demos.checks import (
     array_checks,
     cnn_checks,
+    device_memory_checks,
     kernel_checks,
     multigpu_checks,
     pattern_checks,
@@ -42,6 +43,7 @@ CHECKS: dict[str, tuple[str, Callable[[Any], str]]] = {
     "naive_distance_kernel": ("04", kernel_checks.naive_distance_kernel),
     "coalesced_grid": ("04", kernel_checks.coalesced_grid),
     "coalesced_distance_kernel": ("04", kernel_checks.coalesced_distance_kernel),
+    "distance_on_device": ("04", device_memory_checks.distance_on_device),
     "tiled_distance_kernel": ("04", kernel_checks.tiled_distance_kernel),
     "block_sum_kernel": ("04", kernel_checks.block_sum_kernel),
     "sync_free_total": ("04a", profiling_checks.sync_free_total),
