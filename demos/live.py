@@ -26,8 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from demos import hardware
-from demos.benchmarks.record import REFERENCE_DIR
+from demos import hardware, shipped_results
 
 __all__ = [
     "Expect",
@@ -155,10 +154,9 @@ def reference(file: str, *keys: str) -> Reference | None:
     ``reference("lessons.json", "results", "divergence")`` is the divergence
     lesson of the reference run. A part recorded as skipped counts as missing.
     """
-    path = REFERENCE_DIR / file
-    if not path.exists():
+    data = shipped_results.load(file)
+    if data is None:
         return None
-    data = json.loads(path.read_text(encoding="utf-8"))
     values: Any = data
     for key in keys:
         if not isinstance(values, dict) or key not in values:

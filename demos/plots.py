@@ -19,6 +19,7 @@ from typing import Any
 
 from demos.benchmarks import record
 from demos.benchmarks.sizes import OPS_KEYS
+from demos.shipped_results import read_json
 
 # benchmark name -> "module:function" taking (result dict, output dir) and returning written paths
 REGISTRY: dict[str, str] = {
@@ -188,7 +189,7 @@ def plot_directory(input_dir: Path, output_dir: Path) -> list[Path]:
     written: list[Path] = []
     for path in sorted(input_dir.glob("*.json")):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = read_json(path)
         except (OSError, json.JSONDecodeError) as exc:
             print(f"skipping {path.name}: not readable JSON ({exc})")
             continue

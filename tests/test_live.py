@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from demos import hardware, live
+from demos import hardware, live, shipped_results
 from demos.lessons import coalescing, copies, distance_live, divergence, numpy_baseline
 from demos.multigpu import live as multigpu_live
 from demos.patterns import bench as patterns_bench
@@ -94,7 +94,7 @@ def test_a_reference_part_recorded_as_skipped_counts_as_missing(tmp_path, monkey
     (tmp_path / "r.json").write_text(
         json.dumps({"environment": {}, "results": {"a": {"skipped": "no GPU"}}})
     )
-    monkeypatch.setattr(live, "REFERENCE_DIR", tmp_path)
+    monkeypatch.setattr(shipped_results, "RESULTS_DIR", tmp_path)
     assert live.reference("r.json", "results", "a") is None
     assert live.reference("missing.json") is None
 

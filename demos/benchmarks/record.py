@@ -23,10 +23,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from demos import hardware, provenance
+from demos import hardware, provenance, shipped_results
+from demos.shipped_results import RESULTS_DIR as REFERENCE_DIR
+from demos.shipped_results import read_json as read_result
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
-REFERENCE_DIR = PACKAGE_DIR / "results"
 DEFAULT_OUTPUT_DIR = Path("bench-results")
 
 
@@ -140,13 +141,9 @@ def write_json(path: str | os.PathLike, data: Any, *, sources: Sequence[str], **
     return path
 
 
-def read_result(path: str | os.PathLike) -> dict[str, Any]:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
-
-
 def reference_result(name: str) -> dict[str, Any]:
     """A reference result shipped with the package, e.g. ``reference_result("distance_h200")``."""
-    return read_result(REFERENCE_DIR / f"{name}.json")
+    return shipped_results.load(name, required=True)
 
 
 def load_reference(relative_path: str) -> Any:
@@ -162,7 +159,7 @@ def load_reference(relative_path: str) -> Any:
             "the course. The plot below is skipped; run the benchmark yourself on a GPU to make it."
         )
         return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    return read_result(path)
 
 
 def show_reference_figures(*names: str) -> None:

@@ -10,11 +10,9 @@ quote networks in gigabits each way and NVLink in gigabytes both ways together.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent.parent / "results"
+from demos import shipped_results
 
 
 @dataclass(frozen=True)
@@ -25,15 +23,11 @@ class Link:
     source: str
 
 
-def _read(name: str) -> dict:
-    return json.loads((RESULTS / name).read_text(encoding="utf-8"))
-
-
 def published_links() -> list[Link]:
     """NVLink, PCIe Gen5 x16 and InfiniBand NDR, fastest first, in GB/s each way."""
-    links = _read("interconnects.json")["links"]
+    links = shipped_results.load("interconnects.json", required=True)["links"]
     nvlink, ndr = links["nvlink4"], links["infiniband_ndr"]
-    h200 = _read("gpu_specs.json")["gpus"]["NVIDIA H200"]
+    h200 = shipped_results.load("gpu_specs.json", required=True)["gpus"]["NVIDIA H200"]
     return [
         Link(
             nvlink["name"],
