@@ -217,3 +217,17 @@ def distance_on_device(x, y, kernel):
     )
     assert passes("distance_on_device", _defined(left_on_gpu, "distance_on_device")) is False
     assert "you returned the device array" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        "T t = 2 * xy; d = x2_i - t + y2_j;",
+        "d = x2_i + y2_j; d -= 2.0 * xy",
+        "d = -2*xy + x2_i + y2_j",
+    ],
+)
+def test_combine_kernel_accepts_other_correct_c(operation, capsys) -> None:
+    """A local variable, a compound assignment or another order is still right C: not refused."""
+    spec = {**_defined(answer_source("combine_kernel"), "combine_kernel"), "operation": operation}
+    assert passes("combine_kernel", spec) is True, capsys.readouterr().out
