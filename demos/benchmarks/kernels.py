@@ -25,9 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from demos import hardware
+from demos import gpu_timer, hardware
 from demos.benchmarks import record, sizes
 from demos.distance import numba_cuda, reference
+from demos.kernel_testing import to_host
 
 SAMPLED_ROWS = sizes.SPOT_CHECK_ROWS
 
@@ -81,21 +82,18 @@ class Timer:
         import cupy as cp
 
         single = float(np.median(record.gpu_times(fn, (), self.repeats)))
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
         launches = 10 if single < 0.02 else 2
-        start.record()
-        for _ in range(launches):
-            fn()
-        stop.record()
-        stop.synchronize()
-        return single, cp.cuda.get_elapsed_time(start, stop) / 1e3 / launches
+        with gpu_timer.span(cp) as burst:
+            for _ in range(launches):
+                fn()
+        return single, burst.seconds() / launches
 
 
 def _check(d_out: Any, points: np.ndarray, rng: np.random.Generator) -> bool:
     """Sampled rows (first, last, random) of the result against the float64 reference."""
     n = len(points)
     rows = np.unique(np.r_[0, n - 1, rng.integers(0, n, SAMPLED_ROWS)])
-    host = d_out.copy_to_host() if hasattr(d_out, "copy_to_host") else d_out.get()
+    host = to_host(d_out)
     rtol, atol = reference.tolerance(points.dtype)
     expected = reference.reference_rows(points, rows)
     return bool(np.allclose(host[rows].astype(np.float64), expected, rtol=rtol, atol=atol))

@@ -2,7 +2,7 @@
 
 Two clocks, one helper each: :func:`wall_times` (host wall clock, for CPU code
 and for what a user of a GPU function waits for) and :func:`gpu_times` (CUDA
-events through ``cupyx.profiler.benchmark``, for work on the GPU alone).
+events, :mod:`demos.gpu_timer`, for work on the GPU alone).
 
 A timing means nothing without the machine it was taken on and the code it
 measured, so every result file records the hardware and package versions next
@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from demos import hardware, provenance, shipped_results
+from demos import gpu_timer, hardware, provenance, shipped_results
 from demos.shipped_results import RESULTS_DIR as REFERENCE_DIR
 from demos.shipped_results import read_json as read_result
 
@@ -55,14 +55,13 @@ def wall_times(fn: Callable[..., Any], *args: Any, repeats: int = 3) -> list[flo
 def gpu_times(fn: Callable[..., Any], args: tuple = (), repeats: int = 5, warmup: int = 2):
     """Seconds per call of ``fn(*args)`` on the GPU (CUDA events around each call), as a list.
 
-    ``cupyx.profiler.benchmark`` records an event before and after every call, so
+    An event is recorded before and after every call (:mod:`demos.gpu_timer`), so
     the host's own time (Python, launch overhead) is not counted unless it
     starves the GPU.
     """
-    from cupyx.profiler import benchmark
+    import cupy as cp
 
-    result = benchmark(fn, args, n_repeat=repeats, n_warmup=warmup)
-    return [float(t) for t in result.gpu_times[0]]
+    return gpu_timer.event_seconds(cp, lambda: fn(*args), repeats, warmup)
 
 
 def per_call_seconds(

@@ -19,24 +19,11 @@ import numpy as np
 
 from demos import hardware
 from demos.benchmarks import record
+from demos.gpu_timer import event_ms
 from demos.live import Expect, Row, Table
 from demos.patterns import kernels
 
 N_BINS = 256
-
-
-def event_ms(cp: Any, fn: Callable[[], Any], repeats: int = 20) -> float:
-    """Median milliseconds per call, timed with CUDA events around each call."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end))
-    return float(np.median(times))
 
 
 def copy_bandwidth(cp: Any, nbytes: int) -> dict[str, float]:
