@@ -309,7 +309,10 @@ def test_cpu_time_past_the_limit_stops_the_kernel(graded) -> None:
     # stopped by its cells' time limits instead, it would have been graded (10/10)
     burns = graded["summary"]["burns"]
     assert burns["status"] == "failed", burns
-    assert "the kernel died while a cell ran" in " ".join(burns["flags"]), burns
+    # killed by the CPU limit while a cell ran; on a loaded machine nbclient may first
+    # report the cell that was running out of its time
+    reason = " ".join(burns["flags"])
+    assert "the kernel died while a cell ran" in reason or "CellTimeoutError" in reason, burns
 
 
 def test_a_kernel_that_ends_itself_is_reported_in_one_line(graded) -> None:

@@ -359,14 +359,24 @@ class LocalCluster:
 
     # --------------------------------------------------------------- queries
     def squeue(self, check: bool = True) -> str:
-        """The ids of the jobs Slurm knows that are not finished, one per line."""
-        result = subprocess.run(
-            ["squeue", "-h", "-o", "%i", "-t", "PD,R,CG,S,CF"],
-            capture_output=True,
-            text=True,
-            env=self.env,
-            check=check,
-        )
+        """The ids of the jobs Slurm knows that are not finished, one per line.
+
+        A controller busy with a loaded machine sometimes answers a query with a
+        time-out: asked again, it answers, so a few tries are made before failing.
+        """
+        for attempt in range(5):
+            result = subprocess.run(
+                ["squeue", "-h", "-o", "%i", "-t", "PD,R,CG,S,CF"],
+                capture_output=True,
+                text=True,
+                env=self.env,
+                check=False,
+            )
+            if result.returncode == 0:
+                return result.stdout
+            time.sleep(1 + attempt)
+        if check:
+            result.check_returncode()
         return result.stdout
 
     def hold_new_jobs(self, hold: bool) -> None:
