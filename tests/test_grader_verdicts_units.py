@@ -194,3 +194,32 @@ def test_checks_accept_only_real_truth_values() -> None:
             api.check(fake, "x")
     with pytest.raises(api.GradingFailure, match="not an array of numbers"):
         api.assert_close(wire.Opaque("Always"), np.zeros(3), "the result")
+
+
+def test_a_renamed_copy_of_a_course_function_is_flagged_whatever_the_verdict() -> None:
+    from pathlib import Path
+
+    import demos
+    from grader.verdicts.context import Submission
+    from grader.verdicts.hidden_tests import judge
+
+    answer = (
+        Path(demos.__file__).parent / "checks" / "answers" / "nearest_neighbour.py"
+    ).read_text()
+    copied = answer.replace("nearest_neighbour", "closest").replace("x2", "norms")
+    submission = Submission(
+        ask_kernel=lambda request: {"defined": True, "course_code": False},
+        student_sources=[copied],
+        given_sources=[],
+        runner=KernelRunner(),
+    )
+    verdict = judge("grading.check(not grading.is_course_code(closest), 'own')", "t", submission)
+    assert verdict.passed and "closest has the structure of code the course ships" in verdict.flag
+    honest = Submission(
+        ask_kernel=lambda request: {"defined": True, "course_code": False},
+        student_sources=["def closest(x):\n    return x.argmin(axis=1)\n"],
+        given_sources=[],
+        runner=KernelRunner(),
+    )
+    verdict = judge("grading.check(not grading.is_course_code(closest), 'own')", "t", honest)
+    assert verdict.passed and verdict.flag is None

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,7 @@ from grader.verdicts.api import StudentError
 from grader.verdicts.context import current
 from grader.verdicts.kernel_source import NotAKernel, kernel_definition
 from grader.verdicts.originality import matches_course_code
+from grader.verdicts.student_source import definitions
 
 
 @dataclass
@@ -90,7 +92,14 @@ class StudentFunction:
         return call.value
 
     def is_course_code(self) -> bool:
-        reply = current().ask_kernel({"op": "describe", "name": self.name})
+        """True if the name is bound to the course's own function (asked of the kernel).
+
+        A function of the student's own whose source has the structure of one
+        the course ships (a model answer renamed) is flagged for a human.
+        """
+        submission = current()
+        flag_if_shaped_like_course_code(self.name, submission)
+        reply = submission.ask_kernel({"op": "describe", "name": self.name})
         return not isinstance(reply, dict) or reply.get("course_code") is not False
 
 
@@ -130,15 +139,7 @@ class StudentKernel:
         look at, since a student who just worked through that chapter may
         honestly write the same kernel.
         """
-        submission = current()
-        try:
-            source = kernel_definition(
-                self.name, submission.student_sources, submission.given_sources
-            )
-        except NotAKernel:
-            return False
-        if any(matches_course_code(text) for text in source.functions.values()):
-            submission.flags.append(f"{self.name} has the structure of a kernel the course ships")
+        flag_if_shaped_like_course_code(self.name, current())
         return False
 
     def __getitem__(self, configuration: tuple[Any, Any]) -> Any:
@@ -170,6 +171,13 @@ class StudentKernel:
         if "error" in reply:
             raise StudentError(str(reply["error"]))
         return dict(reply["report"])
+
+
+def flag_if_shaped_like_course_code(name: str, submission: Any) -> None:
+    """Flag *name* if the student's definition has the structure of a function the course ships."""
+    function = definitions(submission.student_sources).get(name)
+    if function is not None and matches_course_code(ast.unparse(function)):
+        submission.flags.append(f"{name} has the structure of code the course ships")
 
 
 def _dims(value: Any) -> list[int]:
