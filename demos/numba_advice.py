@@ -13,7 +13,11 @@ filter on one family alone passes on a CPU grader and fails on a GPU grader.
 from __future__ import annotations
 
 import importlib
+import re
 import warnings
+
+#: Terminal colour codes: Numba prints its advice in bold, which a notebook shows as garbage.
+_COLOUR_CODES = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def advice_classes() -> tuple[type[Warning], ...]:
@@ -34,3 +38,9 @@ def silence_advice() -> None:
     """Hide Numba's performance advice for the rest of this process (errors still show)."""
     for category in advice_classes():
         warnings.filterwarnings("ignore", category=category)
+
+
+def plain_advice(advice: warnings.WarningMessage) -> str:
+    """One recorded warning as a line of plain text ("NumbaPerformanceWarning: ..."), no colours."""
+    text = _COLOUR_CODES.sub("", str(advice.message)).strip()
+    return f"{advice.category.__name__}: {text}"

@@ -81,6 +81,40 @@ MAX_FROM_ZERO = {  # the block sum's start value: wrong for values that are all 
     "    if t == 0:\n"
     "        maxima[cuda.blockIdx.x] = best[0]\n",
 }
+# What the simulator computes right and a GPU does not: the histogram adds to a shared bin
+# with a plain += (lost updates), the tree's barrier sits inside the if (a hang).
+RACES = {
+    ("kernel_patterns", "pat-histogram"): "@cuda.jit\n"
+    "def histogram_kernel(values, weights, totals):\n"
+    "    block_totals = cuda.shared.array(N_BINS, float32)\n"
+    "    for b in range(cuda.threadIdx.x, N_BINS, cuda.blockDim.x):\n"
+    "        block_totals[b] = float32(0)\n"
+    "    cuda.syncthreads()\n"
+    "    for i in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):\n"
+    "        v = values[i]\n"
+    "        if v >= LOW and v < HIGH:\n"
+    "            block_totals[min(int((v - LOW) / WIDTH), N_BINS - 1)] += weights[i]\n"
+    "    cuda.syncthreads()\n"
+    "    for b in range(cuda.threadIdx.x, N_BINS, cuda.blockDim.x):\n"
+    "        cuda.atomic.add(totals, b, block_totals[b])\n",
+    ("kernel_patterns", "pat-max"): "@cuda.jit\n"
+    "def block_max_kernel(values, maxima):\n"
+    "    best = cuda.shared.array(BLOCK, float32)\n"
+    "    t = cuda.threadIdx.x\n"
+    "    mine = float32(-math.inf)\n"
+    "    for i in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):\n"
+    "        mine = max(mine, values[i])\n"
+    "    best[t] = mine\n"
+    "    cuda.syncthreads()\n"
+    "    s = BLOCK // 2\n"
+    "    while s > 0:\n"
+    "        if t < s:\n"
+    "            best[t] = max(best[t], best[t + s])\n"
+    "            cuda.syncthreads()\n"
+    "        s //= 2\n"
+    "    if t == 0:\n"
+    "        maxima[cuda.blockIdx.x] = best[0]\n",
+}
 STILL_SYNCING = {
     ("profiling", "prof-fast"): "def fast_pipeline(xp, batches):\n"
     "    return slow_pipeline(xp, batches)\n",
@@ -110,6 +144,7 @@ SHORTCUTS = {
     "dora": ("kernel_patterns", NO_SHARED_MEMORY, 7.0),  # histogram correct (2) + the whole max (5)
     "hana": ("kernel_patterns", MAX_FROM_ZERO, 5.0),  # the histogram (5), the max 0
     "jade": ("kernel_patterns", CHAPTER_ANSWERS, 0.0),  # the chapter's answers solve other problems
+    "ivan": ("kernel_patterns", RACES, 4.0),  # right values (2 + 2), both "how" parts 0
     "emil": ("profiling", STILL_SYNCING, 6.0),  # right numbers (2) + timeline (4), syncs 0
     "fay": ("profiling", COURSE_TIMELINE, 6.0),  # pipeline (6), the course's timeline code 0
     "gus": ("profiling", ONE_ASNUMPY, 10.0),  # a different right answer gets full marks

@@ -26,3 +26,15 @@ def test_every_family_of_advice_is_silenced(module_name: str) -> None:
         silence_advice()
         warnings.warn(category("Grid size 1 will likely result in GPU under-utilization"))
     assert caught == []
+
+
+def test_advice_is_shown_as_plain_text_without_colour_codes() -> None:
+    import warnings
+
+    from demos.numba_advice import advice_classes, plain_advice
+
+    category = advice_classes()[0]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        warnings.warn(category("\x1b[1mHost array used in CUDA kernel\x1b[0m"))
+    assert plain_advice(seen[0]) == f"{category.__name__}: Host array used in CUDA kernel"
