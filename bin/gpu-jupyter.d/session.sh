@@ -238,6 +238,11 @@ cleanup() {
     trap '' INT TERM HUP PIPE
     trap - EXIT
     set +e
+    # A command may notice the closed terminal (an I/O error) before the HUP trap
+    # runs: the terminal is still the reason, and the exit status says so.
+    if (( on_terminal && rc != 129 )) && ! stty -g <&2 >/dev/null 2>&1; then
+        rc=129 stopping="terminal closed"
+    fi
     close_tunnel
     if [[ -n "$job_id" && -n "$attach" && $live == 0 ]]; then
         info "job $job_id is left running; attach again with '$prog --attach $job_id $target'"
@@ -264,6 +269,8 @@ cleanup() {
 }
 
 catch_signals() {
+    on_terminal=0
+    if [[ -t 2 ]]; then on_terminal=1; fi
     trap cleanup EXIT
     trap 'stopping="Ctrl-C"; exit 130' INT
     trap 'stopping="terminated"; exit 143' TERM
