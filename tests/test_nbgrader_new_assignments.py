@@ -62,24 +62,33 @@ NO_SHARED_MEMORY = {
     "        if v >= LOW and v < HIGH:\n"
     "            cuda.atomic.add(totals, min(int((v - LOW) / WIDTH), N_BINS - 1), weights[i])\n",
 }
+
+
+def _block_max(start: str, tree_barrier: str) -> str:
+    """A block-maximum tree kernel with the given start value and the tree's barrier line."""
+    return (
+        "@cuda.jit\n"
+        "def block_max_kernel(values, maxima):\n"
+        "    best = cuda.shared.array(BLOCK, float32)\n"
+        "    t = cuda.threadIdx.x\n"
+        f"    mine = {start}\n"
+        "    for i in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):\n"
+        "        mine = max(mine, values[i])\n"
+        "    best[t] = mine\n"
+        "    cuda.syncthreads()\n"
+        "    s = BLOCK // 2\n"
+        "    while s > 0:\n"
+        "        if t < s:\n"
+        "            best[t] = max(best[t], best[t + s])\n"
+        f"{tree_barrier}\n"
+        "        s //= 2\n"
+        "    if t == 0:\n"
+        "        maxima[cuda.blockIdx.x] = best[0]\n"
+    )
+
+
 MAX_FROM_ZERO = {  # the block sum's start value: wrong for values that are all negative
-    ("kernel_patterns", "pat-max"): "@cuda.jit\n"
-    "def block_max_kernel(values, maxima):\n"
-    "    best = cuda.shared.array(BLOCK, float32)\n"
-    "    t = cuda.threadIdx.x\n"
-    "    mine = float32(0)\n"
-    "    for i in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):\n"
-    "        mine = max(mine, values[i])\n"
-    "    best[t] = mine\n"
-    "    cuda.syncthreads()\n"
-    "    s = BLOCK // 2\n"
-    "    while s > 0:\n"
-    "        if t < s:\n"
-    "            best[t] = max(best[t], best[t + s])\n"
-    "        cuda.syncthreads()\n"
-    "        s //= 2\n"
-    "    if t == 0:\n"
-    "        maxima[cuda.blockIdx.x] = best[0]\n",
+    ("kernel_patterns", "pat-max"): _block_max("float32(0)", "        cuda.syncthreads()"),
 }
 # What the simulator computes right and a GPU does not: the histogram adds to a shared bin
 # with a plain += (lost updates), the tree's barrier sits inside the if (a hang).
@@ -97,23 +106,10 @@ RACES = {
     "    cuda.syncthreads()\n"
     "    for b in range(cuda.threadIdx.x, N_BINS, cuda.blockDim.x):\n"
     "        cuda.atomic.add(totals, b, block_totals[b])\n",
-    ("kernel_patterns", "pat-max"): "@cuda.jit\n"
-    "def block_max_kernel(values, maxima):\n"
-    "    best = cuda.shared.array(BLOCK, float32)\n"
-    "    t = cuda.threadIdx.x\n"
-    "    mine = float32(-math.inf)\n"
-    "    for i in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):\n"
-    "        mine = max(mine, values[i])\n"
-    "    best[t] = mine\n"
-    "    cuda.syncthreads()\n"
-    "    s = BLOCK // 2\n"
-    "    while s > 0:\n"
-    "        if t < s:\n"
-    "            best[t] = max(best[t], best[t + s])\n"
-    "            cuda.syncthreads()\n"
-    "        s //= 2\n"
-    "    if t == 0:\n"
-    "        maxima[cuda.blockIdx.x] = best[0]\n",
+    # the barrier inside the if: threads past the half never reach it
+    ("kernel_patterns", "pat-max"): _block_max(
+        "float32(-math.inf)", "            cuda.syncthreads()"
+    ),
 }
 STILL_SYNCING = {
     ("profiling", "prof-fast"): "def fast_pipeline(xp, batches):\n"

@@ -21,12 +21,12 @@ import hashlib
 import hmac
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from demos.distance.reference import reference_distance as reference_distances
+from demos.grading.watch import Launch, Watched  # one record of a call, on both sides
 from demos.grading.wire import DeviceArray, Marker, Opaque
 from grader.verdicts import SECRET_VARIABLE
 from grader.verdicts.context import current
@@ -141,28 +141,6 @@ def hidden_test(name: str, what: str) -> Iterator[np.random.Generator]:
 
 
 # --- what the student's code did, as the kernel reported it -------------------------------
-@dataclass
-class Launch:
-    """A kernel launch the student's function made: the kernel's notebook name, grid, block."""
-
-    kernel: str
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-
-    @property
-    def threads(self) -> tuple[int, int, int]:
-        return tuple(g * b for g, b in zip(self.grid, self.block))  # type: ignore[return-value]
-
-
-@dataclass
-class Watched:
-    """What the calls inside :func:`watch` did."""
-
-    launches: list[Launch] = field(default_factory=list)
-    course_calls: list[str] = field(default_factory=list)
-    forbidden_calls: list[str] = field(default_factory=list)
-
-
 @contextlib.contextmanager
 def watch(forbidden: tuple[str, ...] = ()) -> Iterator[Watched]:
     """Collect what the student's functions called inside the block launched and called.

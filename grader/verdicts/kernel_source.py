@@ -17,7 +17,12 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from grader.verdicts.student_source import definitions, literal_constants
+from grader.verdicts.student_source import (
+    definitions,
+    dotted_name,
+    is_cuda_jit,
+    literal_constants,
+)
 
 #: ``cuda.<name>`` a kernel may use, with the attributes allowed below each.
 CUDA_NAMES: dict[str, frozenset[str]] = {
@@ -173,22 +178,11 @@ class KernelSource:
         }
 
 
-def _dotted(node: ast.AST) -> list[str] | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.insert(0, node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        return [node.id, *parts]
-    return None
-
-
 def _jit_options(decorator: ast.expr) -> dict[str, object] | None:
     """``cuda.jit`` options if *decorator* is ``cuda.jit``/``numba.cuda.jit`` (called or not)."""
-    call = decorator if isinstance(decorator, ast.Call) else None
-    target = _dotted(call.func if call else decorator)
-    if target not in (["cuda", "jit"], ["numba", "cuda", "jit"]):
+    if not is_cuda_jit(decorator):
         return None
+    call = decorator if isinstance(decorator, ast.Call) else None
     options: dict[str, object] = {}
     if call:
         for arg in call.args:  # a signature string: not needed by the simulator
@@ -235,7 +229,7 @@ class _Checker(ast.NodeVisitor):
             self.fail(node, "the string is too long")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        path = _dotted(node)
+        path = dotted_name(node)
         if path is None or any(p.startswith("_") for p in path):
             self.fail(node, "this attribute is not allowed in a kernel")
         assert path is not None
@@ -258,7 +252,7 @@ class _Checker(ast.NodeVisitor):
             self.fail(node, "a kernel may not assign attributes")
 
     def visit_Call(self, node: ast.Call) -> None:
-        path = _dotted(node.func)
+        path = dotted_name(node.func)
         if path is None:
             self.fail(node, "only named functions may be called in a kernel")
         assert path is not None

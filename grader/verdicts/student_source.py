@@ -21,17 +21,19 @@ def _parsed(sources: list[str]) -> list[ast.Module]:
     return trees
 
 
+def dotted_name(node: ast.AST) -> list[str] | None:
+    """``a.b.c`` as ``["a", "b", "c"]``; ``None`` unless *node* is a name or names' attributes."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.insert(0, node.attr)
+        node = node.value
+    return [node.id, *parts] if isinstance(node, ast.Name) else None
+
+
 def is_cuda_jit(decorator: ast.expr) -> bool:
     """True for ``@cuda.jit``/``@numba.cuda.jit``, called or not."""
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    parts: list[str] = []
-    while isinstance(target, ast.Attribute):
-        parts.insert(0, target.attr)
-        target = target.value
-    return isinstance(target, ast.Name) and [target.id, *parts] in (
-        ["cuda", "jit"],
-        ["numba", "cuda", "jit"],
-    )
+    return dotted_name(target) in (["cuda", "jit"], ["numba", "cuda", "jit"])
 
 
 def literal_constants(sources: list[str]) -> dict[str, int | float | bool]:
