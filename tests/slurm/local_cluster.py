@@ -1,7 +1,8 @@
 """A throw-away one-machine "cluster" for the launch-script tests.
 
-Starts munged (unless one already answers), slurmctld and slurmd for this host
-with the configuration in ``slurm.conf.in``, and an sshd on a free port of
+Starts munged (unless one already answers; it stays running, the host's service
+shared by every cluster of a run), slurmctld and slurmd for this host with the
+configuration in ``slurm.conf.in``, and an sshd on a free port of
 127.0.0.1 (``sshd_config.in``). Three unix users are created for the run and
 removed after it, so that nothing runs as root the way a student never would:
 
@@ -273,10 +274,17 @@ class LocalCluster:
         for folder in ("/run/munge", "/var/log/munge", "/var/lib/munge"):
             Path(folder).mkdir(parents=True, exist_ok=True)
             shutil.chown(folder, "munge", "munge")
-        self._spawn(
-            ["runuser", "-u", "munge", "--", _sbin("munged"), "--foreground", "--force"],
-            "munged.log",
-        )
+        # munged is the host's, shared by every cluster of a test run (several start at
+        # once under pytest-xdist): it is left running, not stopped with this cluster,
+        # or a cluster ending first would cut the others' authentication.
+        with (self.root / "munged.log").open("a") as out:
+            subprocess.Popen(
+                ["runuser", "-u", "munge", "--", _sbin("munged"), "--foreground", "--force"],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                start_new_session=True,
+            )
         self._wait("munged", self._munge_answers)
 
     def _munge_answers(self) -> bool:
