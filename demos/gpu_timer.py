@@ -5,13 +5,15 @@ measured by two CUDA events recorded on a stream around the work, read once
 the second has happened. :func:`span` brackets any block of queued work
 (one launch, a burst of launches, a copy) on a stream; :func:`event_seconds`
 and :func:`event_ms` time a function call by call. Callers pass the CuPy
-module (``cp``), so importing this module needs neither CuPy nor a GPU.
+module (``cp``), or :func:`numba_events` where the work is Numba's and CuPy may
+be missing, so importing this module needs neither CuPy nor a GPU.
 """
 
 from __future__ import annotations
 
 import contextlib
 import statistics
+import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -25,8 +27,28 @@ class EventSpan:
 
     def seconds(self) -> float:
         """Seconds from start to end, waiting for the end event to happen first."""
-        self.end.synchronize()
-        return self._cp.cuda.get_elapsed_time(self.start, self.end) / 1e3
+        return seconds_between(self._cp, self.start, self.end)
+
+
+def seconds_between(cp: Any, start: Any, end: Any) -> float:
+    """GPU seconds from event *start* to event *end* (both recorded), after *end* has happened."""
+    end.synchronize()
+    return cp.cuda.get_elapsed_time(start, end) / 1e3
+
+
+def numba_events() -> Any:
+    """Numba's CUDA events with CuPy's names, to pass as ``cp`` where CuPy may be missing.
+
+    The events are on Numba's default stream, where Numba launches its kernels.
+    """
+    from numba import cuda
+
+    def get_elapsed_time(start: Any, end: Any) -> float:
+        return start.elapsed_time(end)  # ms, as CuPy's (the simulator's: 0, with a warning)
+
+    return types.SimpleNamespace(
+        cuda=types.SimpleNamespace(Event=cuda.event, get_elapsed_time=get_elapsed_time)
+    )
 
 
 @contextlib.contextmanager
@@ -55,3 +77,9 @@ def event_seconds(
 def event_ms(cp: Any, fn: Callable[[], Any], repeats: int = 20) -> float:
     """Median GPU milliseconds per call of *fn*, timed with CUDA events around each call."""
     return statistics.median(event_seconds(cp, fn, repeats)) * 1e3
+
+
+def event_stats(cp: Any, fn: Callable[[], Any], repeats: int = 10) -> dict[str, float]:
+    """``{"median_ms", "min_ms", "repeats"}`` of *fn*'s calls after one warm-up (compiling)."""
+    times = [s * 1e3 for s in event_seconds(cp, fn, repeats)]
+    return {"median_ms": statistics.median(times), "min_ms": min(times), "repeats": repeats}

@@ -17,7 +17,7 @@ from numba import cuda
 
 from demos.distance.numba_cuda import coalesced_kernel as columns_on_x
 from demos.distance.numba_cuda import naive_kernel as rows_on_x
-from demos.lessons._timing import event_times
+from demos.gpu_timer import event_stats, numba_events
 from demos.live import Expect, Row, Table
 
 SECTOR_BYTES = 32
@@ -54,8 +54,10 @@ def run(n: int, blocks: Sequence[tuple[int, int]], repeats: int = 10) -> dict[st
         for name, kernel in (("rows_on_x", rows_on_x), ("columns_on_x", columns_on_x)):
             kernel[grid, (bx, by)](d_points, d_points, out)
             np.testing.assert_allclose(out[:64].copy_to_host()[:, :64], want, rtol=1e-12)
-            entry[name] = event_times(
-                lambda k=kernel, g=grid, b=(bx, by): k[g, b](d_points, d_points, out), repeats
+            entry[name] = event_stats(
+                numba_events(),
+                lambda k=kernel, g=grid, b=(bx, by): k[g, b](d_points, d_points, out),
+                repeats,
             )
         entry["ratio"] = entry["rows_on_x"]["median_ms"] / entry["columns_on_x"]["median_ms"]
         result[f"{bx}x{by}"] = entry

@@ -13,6 +13,7 @@ import contextlib
 import io
 import statistics
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -150,7 +151,7 @@ def measure_kernels(
     from numba import cuda
 
     from demos.distance.numba_cuda import distance_matrix_device
-    from demos.lessons._timing import event_times
+    from demos.gpu_timer import event_stats, numba_events
 
     points = np.random.default_rng(0).random((n, 3))
     d_points = cuda.to_device(points)
@@ -160,9 +161,8 @@ def measure_kernels(
     for name in kernels:
         distance_matrix_device(d_points, out=out, kernel=name, strict=name != "best")
         np.testing.assert_allclose(out[:16].copy_to_host(), want, rtol=1e-9, atol=1e-12)
-        ms = event_times(
-            lambda k=name: distance_matrix_device(d_points, out=out, kernel=k), repeats
-        )["median_ms"]
+        launch = partial(distance_matrix_device, d_points, out=out, kernel=name)
+        ms = event_stats(numba_events(), launch, repeats)["median_ms"]
         result[f"{name}_ms"] = ms
         result[f"{name}_tb_per_s"] = 8 * n * n / (ms / 1e3) / 1e12
     return result

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32
 
-from demos.lessons._timing import event_times
+from demos.gpu_timer import event_stats, numba_events
 from demos.live import Expect, Row, Table
 
 
@@ -73,8 +73,10 @@ def run(n: int, iterations: int, threads_per_block: int = 256, repeats: int = 10
         kernel[1, 256](small, 20)
         np.testing.assert_allclose(small.copy_to_host(), expected(256, 20, by_warp), rtol=1e-4)
         data = cuda.to_device(np.ones(n, dtype=np.float32))
-        result[name] = event_times(
-            lambda k=kernel, d=data: k[blocks, threads_per_block](d, iterations), repeats
+        result[name] = event_stats(
+            numba_events(),
+            lambda k=kernel, d=data: k[blocks, threads_per_block](d, iterations),
+            repeats,
         )
     result["ratio"] = result["by_lane_parity"]["median_ms"] / result["by_warp"]["median_ms"]
     return result

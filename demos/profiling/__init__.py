@@ -4,6 +4,7 @@
 :mod:`~demos.profiling.sync_counter` is an array module that counts implicit
 host transfers (the ``profiling`` assignment grades with it),
 :mod:`~demos.profiling.bench` measures the chapter's lessons on a GPU, and
-:mod:`~demos.profiling.ncu` drives and reads Nsight Compute.
-:mod:`~demos.profiling.reference` finds the shipped reference results.
+:mod:`~demos.profiling.ncu` drives and reads Nsight Compute. Shipped results
+are read with :mod:`demos.shipped_results` and GPU time taken with
+:mod:`demos.gpu_timer`, as everywhere in the package.
 """

@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from demos import hardware
+from demos import gpu_timer, hardware
 from demos.benchmarks import record
-from demos.patterns.bench import event_ms
+from demos.gpu_timer import event_ms
 from demos.profiling.timeline import EventTimeline, from_records, overlap_time, summary
 
 
@@ -77,12 +77,9 @@ def timing_methods(cp: Any, n: int, repeats: int = 5) -> dict[str, Any]:
         distance_matrix_gpu(x)
         device.synchronize()
         with_sync.append(time.perf_counter() - start)
-        begin, end = cp.cuda.Event(), cp.cuda.Event()
-        begin.record()
-        distance_matrix_gpu(x)
-        end.record()
-        end.synchronize()
-        events.append(cp.cuda.get_elapsed_time(begin, end) / 1e3)
+        with gpu_timer.span(cp) as timed:
+            distance_matrix_gpu(x)
+        events.append(timed.seconds())
     res = benchmark(distance_matrix_gpu, (x,), n_repeat=20, n_warmup=3)
     return {
         "n": n,

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 from typing import Any
 
-from demos.benchmarks.record import REFERENCE_DIR
+from demos import shipped_results
 from demos.live import Expect, Row, Table
 from demos.profiling import timeline
 
@@ -29,8 +28,8 @@ REFERENCES = {
 def reference(name: str) -> dict[str, Any] | None:
     """``demos/results/<name>.json``, or None after saying that none is shipped and how to make
     it."""
-    path = REFERENCE_DIR / f"{name}.json"
-    if not path.exists():
+    data = shipped_results.load(name)
+    if data is None:
         how = REFERENCES.get(name, "the chapter's benchmark command")
         print(
             f"No reference result demos/results/{name}.json "
@@ -38,7 +37,6 @@ def reference(name: str) -> dict[str, Any] | None:
             f"On a GPU node, make it with: {how}"
         )
         return None
-    data = json.loads(path.read_text(encoding="utf-8"))
     gpus = data.get("environment", {}).get("gpus") or [{"name": "no GPU recorded"}]
     print(
         f"Reference: demos/results/{name}.json, measured on {gpus[0]['name']} "

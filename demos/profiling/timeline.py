@@ -22,6 +22,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from demos import gpu_timer
+
 
 @dataclass(frozen=True)
 class Interval:
@@ -118,26 +120,20 @@ class EventTimeline:
             return
         from cupyx.profiler import time_range
 
-        cp = self._cp
-        stream = stream or cp.cuda.get_current_stream()
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        with time_range(name):  # an NVTX range: named in Nsight Systems where it records
-            start.record(stream)
+        stream = stream or self._cp.cuda.get_current_stream()
+        # an NVTX range: named in Nsight Systems where it records
+        with time_range(name), gpu_timer.span(self._cp, stream) as timed:
             yield
-            end.record(stream)
         lane = "default stream" if stream.ptr == 0 else f"stream {stream.ptr:#x}"
-        self._steps.append((name, lane, start, end))
+        self._steps.append((name, lane, timed.start, timed.end))
 
     def records(self) -> list[dict[str, Any]]:
         """All steps as JSON-ready dicts, times in ms from the timeline's creation."""
         out = []
-        if self.gpu:
-            for _, _, _, end in self._steps:
-                end.synchronize()
         for name, lane, start, end in self._steps:
             if self.gpu:
-                a = self._cp.cuda.get_elapsed_time(self._origin, start)
-                b = self._cp.cuda.get_elapsed_time(self._origin, end)
+                a = gpu_timer.seconds_between(self._cp, self._origin, start) * 1e3
+                b = gpu_timer.seconds_between(self._cp, self._origin, end) * 1e3
             else:
                 a, b = (start - self._origin) * 1e3, (end - self._origin) * 1e3
             out.append(
