@@ -265,6 +265,8 @@ def _assignment_result(
                 "not_graded": sum(o.status != "graded" for o in v),
                 "flagged": sum(bool(o.flags) for o in v),
                 "mean_seconds": round(sum(o.seconds for o in v) / len(v), 1),
+                # where those seconds went (grader.preprocessors.GuardedExecute's phases)
+                "mean_phase_seconds": mean_phases(v),
                 # what the reviewer is told, once per distinct text
                 "flags": sorted({f for o in v for f in o.flags}),
                 # to compare graders cell by cell (CPU against GPU)
@@ -273,6 +275,21 @@ def _assignment_result(
             for kind, v in per_kind.items()
         },
     }
+
+
+def mean_phases(outcomes: list[batch_mod.Outcome]) -> dict[str, float]:
+    """The mean seconds of each phase over the notebooks that recorded them, plus nbgrader's own.
+
+    ``nbgrader`` is the rest of a notebook's time: the submission's copy and
+    check, nbgrader's start, its gradebook and the sandbox's clean-up.
+    """
+    timed = [o for o in outcomes if o.phases]
+    if not timed:
+        return {}
+    names = sorted({name for o in timed for name in o.phases})
+    means = {name: sum(o.phases.get(name, 0.0) for o in timed) / len(timed) for name in names}
+    means["nbgrader"] = sum(o.seconds for o in timed) / len(timed) - sum(means.values())
+    return {name: round(value, 2) for name, value in means.items()}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -42,6 +42,7 @@ c.CourseDirectory.db_url = {db_url!r}
 c.GuardedExecute.sandbox_policy = {policy!r}
 c.GuardedExecute.box_folder = {box!r}
 c.GuardedExecute.cell_budgets = {budgets!r}
+c.GuardedExecute.timings_file = {timings!r}
 """
 
 
@@ -55,6 +56,8 @@ class Outcome:
     max_score: float | None = None
     seconds: float = 0.0
     flags: list[str] = field(default_factory=list)
+    #: seconds by phase (kernel start, cells in the kernel, hidden tests, other), when known
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 def traversable(path: Path) -> None:
@@ -112,6 +115,7 @@ def student_copy(
             policy=str(root / "limits.json"),
             box=str(root / "box"),
             budgets=str(batch.cell_budgets or ""),
+            timings=str(root / "timings.json"),
         )
     )
     (root / "nbgrader_config.py").chmod(0o600)
@@ -192,6 +196,8 @@ def grade_student(batch: Batch, student: str, template: Path, uid: int | None) -
             kill_user_processes(uid)
         # Killed before nbgrader took its sandbox apart: do it here.
         outcome.flags += [f"memory: {reason}" for reason in boxes.close_left_behind(root / "box")]
+        if (root / "timings.json").is_file():
+            outcome.phases = json.loads((root / "timings.json").read_text())
         result_file = root / "result.json"
         result = json.loads(result_file.read_text()) if result_file.is_file() else None
         if (root / "flags.jsonl").is_file():

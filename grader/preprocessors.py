@@ -34,6 +34,9 @@ import ast
 import asyncio
 import contextlib
 import functools
+import json
+import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +112,12 @@ class GuardedExecute(Execute):
         help="Per-cell time limits measured on the solution (grader.cell_budgets), written by "
         "python -m grader; empty: every cell gets Execute.timeout.",
     ).tag(config=True)
+    timings_file = Unicode(
+        "",
+        help="Where to write the seconds this notebook spent starting its kernel, running cells "
+        "in it and deciding hidden tests (JSON; python -m grader bench adds them up); "
+        "empty: not written.",
+    ).tag(config=True)
 
     def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
         limits = cell_budgets.load_limits(self.cell_budgets)
@@ -118,6 +127,8 @@ class GuardedExecute(Execute):
             self.timeout_func = lambda cell: limits.get(
                 cell.get("metadata", {}).get("nbgrader", {}).get("grade_id"), own
             )
+        self._seconds: Counter[str] = Counter()
+        self._started = time.monotonic()
         with contextlib.ExitStack() as stack:
             self._stack = stack
             self._box: boxes.Box | None = None
@@ -128,6 +139,21 @@ class GuardedExecute(Execute):
                     for reason in self._box.close():
                         self.log.warning("Notebook stopped: %s", reason)
                         record_flag("memory", reason)
+                self._write_timings()
+
+    def _write_timings(self) -> None:
+        """The notebook's seconds by phase: where a class's grading time goes."""
+        if not self.timings_file:
+            return
+        total = time.monotonic() - self._started
+        phases = {
+            # the sandbox and kernel start, until the first cell could run
+            "start": self._seconds["start"],
+            "cells_in_kernel": self._seconds["cells"],
+            "hidden_tests": self._seconds["hidden"],
+        }
+        phases["other"] = max(0.0, total - sum(phases.values()))
+        Path(self.timings_file).write_text(json.dumps({k: round(v, 3) for k, v in phases.items()}))
 
     def create_kernel_manager(self) -> Any:
         """The kernel manager of a ``grader-sandbox`` kernel in a fresh box for this notebook."""
@@ -213,16 +239,26 @@ class GuardedExecute(Execute):
             else {"error": "RuntimeError: the kernel's answer is not data"}
         )
 
+    async def async_start_new_kernel_client(self) -> Any:
+        try:
+            return await super().async_start_new_kernel_client()
+        finally:
+            self._seconds["start"] = time.monotonic() - self._started
+
     async def async_execute_cell(
         self, cell: NotebookNode, cell_index: int, *args: Any, **kwargs: Any
     ) -> NotebookNode:
+        started = time.monotonic()
         cell = await super().async_execute_cell(cell, cell_index, *args, **kwargs)
         hidden = getattr(self, "_hidden", {}).get(cell_index)
+        decided = time.monotonic()
+        self._seconds["cells"] += decided - started
         if hidden is not None:
             self._loop = asyncio.get_running_loop()
             grade_id = cell.metadata["nbgrader"].get("grade_id", str(cell_index))
             decide = functools.partial(judge, hidden, grade_id, self._submission(cell_index))
             verdict = await self._loop.run_in_executor(None, decide)
+            self._seconds["hidden"] += time.monotonic() - decided
             if not verdict.passed:
                 cell.outputs.append(verdict_output(verdict))
             if verdict.flag:
@@ -230,8 +266,9 @@ class GuardedExecute(Execute):
                 record_flag(grade_id, verdict.flag)
         return cell
 
-    # nbclient binds the synchronous wrapper to its own coroutine: bind it to ours.
+    # nbclient binds the synchronous wrappers to its own coroutines: bind them to ours.
     execute_cell = run_sync(async_execute_cell)
+    start_new_kernel_client = run_sync(async_start_new_kernel_client)
 
 
 class SaveAutoGradesWithFlags(SaveAutoGrades):
