@@ -18,7 +18,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = ["simt", "cupy_port", "numba_distance", "cnn", "multigpu"]
-# The assignments of chapters 4a and 4b (graded in test_nbgrader_new_assignments.py).
+# The assignments of chapters 4a and 4b (graded in tests/exercises/test_new_assignments.py).
 NEW_ASSIGNMENTS = ["profiling", "kernel_patterns"]
 
 # Runs in a fresh interpreter inside the course copy: nbgrader keeps global

@@ -17,9 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import free_port, http_status
-
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT, free_port, http_status
 
 
 @pytest.mark.slow

@@ -2,11 +2,11 @@
 
 import re
 import tomllib
-from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT
+
 # PyPI name -> conda-forge name, where they differ.
 CONDA_NAME = {"cupy-cuda12x": "cupy", "line-profiler": "line_profiler"}
 # Extras that are alternative builds of a package already listed (same conda package).

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT
+
 MAX_MODULE_LINES = 400
 GPU_NODE_TOOLS = sorted((ROOT / "tools" / "gpu-node").glob("*.sh"))
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT
+
 CODE_FOLDERS = ("demos", "grader", "tests", "tools", "bin", "course", "solutions", "exercises")
 # Caches that tools create in any folder, and files of student data or logs that nbgrader may
 # leave wherever it runs: the only names .gitignore may hide in a code folder.

@@ -74,13 +74,18 @@ EXCLUDED_NAMES = {
 }
 # Tests that need the instructor's material (solutions, nbgrader's course folder, the
 # grader, the edition builder, BENCHMARKS.md and grader/results/) or a test cluster (Slurm, sshd):
-# developers run them, students don't.
+# developers run them, students don't. Paths under tests/; a folder stands for all it holds.
 INSTRUCTOR_TESTS = {
-    "test_edition.py",
-    "test_results_provenance.py",
-    "test_browser.py",
-    "test_launch.py",
-    "test_notebooks_format.py",
+    "bin",  # bin/gpu-jupyter against a real Slurm and sshd
+    "deploy",
+    "exercises",
+    "grader",
+    "slurm",
+    "demos/grading",  # the assignments' test helpers: the instructor's
+    "demos/test_provenance.py",
+    "docs/test_notebook_format.py",
+    "jupyter/test_browser.py",
+    "tools/test_edition.py",
 }
 INSTRUCTOR_TEST_PATTERN = re.compile(
     r"solutions/|\"solutions\"|nbgrader_config|test_nbgrader|run_grader|local_cluster|fake-lsf"
@@ -111,10 +116,12 @@ def _copy(rel: str, dest: Path) -> None:
 
 
 def student_tests() -> list[Path]:
-    """The test files that make sense in a student's copy (see INSTRUCTOR_TESTS)."""
+    """The files of tests/ that make sense in a student's copy (see INSTRUCTOR_TESTS)."""
+    tests = ROOT / "tests"
     keep = []
-    for path in sorted((ROOT / "tests").glob("*.py")):
-        if path.name in INSTRUCTOR_TESTS or path.name.startswith(("test_nbgrader", "test_deploy_")):
+    for path in sorted(tests.rglob("*.py")):
+        rel = path.relative_to(tests)
+        if any(p.as_posix() in INSTRUCTOR_TESTS for p in [rel, *rel.parents]):
             continue
         if path.name.startswith("test_") and INSTRUCTOR_TEST_PATTERN.search(path.read_text()):
             continue
@@ -178,7 +185,9 @@ def build(dest: Path) -> Path:
         _copy(rel, dest)
     (dest / "tests").mkdir()
     for path in student_tests():
-        shutil.copy2(path, dest / "tests" / path.name)
+        copy = dest / path.relative_to(ROOT)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, copy)
     (dest / "README.md").write_text(student_readme(), encoding="utf-8")
     (dest / ".gitignore").write_text(
         ".venv/\n__pycache__/\n*.egg-info/\n.pytest_cache/\n.ipynb_checkpoints/\nbench-results/\n",

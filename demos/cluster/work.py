@@ -37,7 +37,7 @@ LORENZ_DT = 0.001
 _BLOCK_ELEMENTS = 4_000_000  # matvec rows are made in blocks of about this many entries
 # float32 GPU/Numba results against the float64 NumPy reference
 MATVEC_RTOL = 1e-4
-LORENZ_ATOL = 2e-3  # as tests/test_multigpu_gpu.py allows after 1000 steps
+LORENZ_ATOL = 2e-3  # as tests/demos/multigpu/test_multigpu_gpu.py allows after 1000 steps
 
 
 @dataclass(frozen=True)

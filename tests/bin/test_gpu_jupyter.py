@@ -29,11 +29,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "slurm"))
 from local_cluster import LocalCluster, missing_requirements
 
-SCRIPT = Path(__file__).resolve().parents[1] / "bin" / "gpu-jupyter"
+from helpers import ROOT
+
+SCRIPT = ROOT / "bin" / "gpu-jupyter"
 PARTS = SCRIPT.parent / "gpu-jupyter.d"  # sourced by it, and the job script template
 READY = r"JupyterLab is ready: (http://127\.0\.0\.1:(\d+)/lab\?token=(\w+))"
 # Short intervals keep the tests fast; the defaults (30 s for squeue/bjobs) are

@@ -16,8 +16,8 @@ import nbformat
 import pytest
 
 from demos import notebook
+from helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "course").glob("[0-9][0-9]*.ipynb"))
 LINK = re.compile(r"\]\(([^)#\s]+\.(?:ipynb|md))\)")
 

@@ -15,7 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
+
 DEMOS = ROOT / "demos"
 CORE = "demos.kernel_testing"
 VOICES = ("demos.checks", "demos.grading")

@@ -20,8 +20,8 @@ import pytest
 
 from demos import provenance
 from demos.benchmarks import record
+from helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 RECORD_KEYS = {"sources", "source_hash", "commit", "uncommitted_changes", "packages", "date"}
 # The original course's files, read as {"<key>": {...}} by its notebook: no room for a new key.
 # Keyed by size ({"<n>": {"numpy": s, ...}}) or by label ({"<label>": {"<device>": images/s}}).

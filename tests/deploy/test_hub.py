@@ -8,7 +8,7 @@ Slurm job: the students' mode, their own copy of the notebooks. The other
 student cannot reach that server, nor can anyone without logging in. Stopping
 the server cancels the job; an idle server is stopped by jupyterhub-idle-culler,
 which also leaves no job. The same again in a real browser (Debian's headless
-Chromium, with the helpers of test_browser.py): log in, spawn through the form,
+Chromium, with the helpers of tests/browser_helpers.py): log in, spawn through the form,
 run a cell of chapter 2, Validate an exercise, "Stop My Server". Needs root,
 Slurm, configurable-http-proxy and Chromium (CI installs them); skips with the
 missing piece named otherwise.
@@ -27,12 +27,10 @@ import time
 from pathlib import Path
 
 import pytest
-from deploy_helpers import DEPLOY, ROOT, assert_students_mode, make_edition, write_site
+from deploy_helpers import DEPLOY, assert_students_mode, make_edition, write_site
+from local_cluster import LocalCluster, User, missing_requirements
 
 from helpers import free_port, solve_exercise
-
-sys.path.insert(0, str(ROOT / "tests" / "slurm"))
-from local_cluster import LocalCluster, User, missing_requirements  # noqa: E402
 
 requests = pytest.importorskip("requests", reason="comes with jupyterhub (the 'test' extra)")
 pytestmark = pytest.mark.slow
@@ -272,7 +270,7 @@ def test_students_spawn_through_slurm_and_reach_only_their_own(hub: Hub) -> None
 
 
 class ServerPages:
-    """A student's server behind the hub, as test_browser.py's helpers address a lab."""
+    """A student's server behind the hub, as tests/browser_helpers.py addresses a lab."""
 
     def __init__(self, hub: Hub, user: User) -> None:
         self.base = f"{hub.url}/user/{user.name}"
@@ -287,10 +285,10 @@ class ServerPages:
 )
 def test_a_student_works_in_a_browser(hub: Hub, tmp_path: Path) -> None:
     """Log in, spawn through the form, run a cell of chapter 2, Validate an exercise, stop."""
+    from browser_helpers import _chromium, _open_notebook, _validate, _validate_shown, _wait, step
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as EC
-    from test_browser import _chromium, _open_notebook, _validate, _validate_shown, _wait, step
 
     student = hub.students[0]
     driver = _chromium(tmp_path)

@@ -19,7 +19,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -29,16 +28,13 @@ import pytest
 import yaml
 from deploy_helpers import (
     APP,
-    ROOT,
     assert_students_mode,
     make_edition,
     needs_ruby,
     render_erb,
     write_site,
 )
-
-sys.path.insert(0, str(ROOT / "tests" / "slurm"))
-from local_cluster import LocalCluster, missing_requirements  # noqa: E402
+from local_cluster import LocalCluster, missing_requirements
 
 pytestmark = [pytest.mark.slow, needs_ruby]
 

@@ -5,7 +5,7 @@ No cluster needed: a student's choice is checked and becomes scheduler options
 OnDemand app's ERB renders with Ruby); the hub's configuration is loaded by
 JupyterHub's own config loader and its spawners write their job scripts; the
 job's start script copies the notebooks without overwriting a student's work.
-The real runs, under Slurm, are in test_deploy_ondemand.py and test_deploy_hub.py.
+The real runs, under Slurm, are in test_ondemand.py and test_hub.py.
 """
 
 from __future__ import annotations

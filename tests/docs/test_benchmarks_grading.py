@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from helpers import ROOT
+
 ALL_SEVEN = "simt-cupy_port-numba_distance-multigpu-cnn-profiling-kernel_patterns"
-RESULT = REPO / "grader" / "results" / f"grading-bench-{ALL_SEVEN}-60students-16w-16cores.json"
+RESULT = ROOT / "grader" / "results" / f"grading-bench-{ALL_SEVEN}-60students-16w-16cores.json"
 
 
 def _prose() -> str:
-    return re.sub(r"\s+", " ", (REPO / "BENCHMARKS.md").read_text())
+    return re.sub(r"\s+", " ", (ROOT / "BENCHMARKS.md").read_text())
 
 
 def test_seven_assignment_run_figures_come_from_the_json() -> None:

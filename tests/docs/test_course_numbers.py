@@ -18,14 +18,14 @@ import json
 import mmap
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import nbformat
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT
+
 RESULTS = ROOT / "demos" / "results"
 
 # a number followed by a unit of time, size, bandwidth, share or speed-up ("3 × 3" is a shape, not a

@@ -16,7 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT
+
 NOTEBOOK_DIRS = ("course", "solutions", "exercises")
 CHAPTERS = [
     "00-getting-started",

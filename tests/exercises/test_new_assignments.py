@@ -28,6 +28,8 @@ from nbgrader_driver import (
     scores,
 )
 
+from helpers import ROOT
+
 pytestmark = pytest.mark.slow
 
 # Solution cells replaced by a shortcut: (assignment, grade_id) -> source.
@@ -44,7 +46,7 @@ COURSE_KERNELS = {
 
 def _chapter_answer(name: str, renamed: str) -> str:
     """A model answer of chapter 4b as a student would paste it: imports dropped, kernel renamed."""
-    answers = Path(__file__).resolve().parents[1] / "demos" / "checks" / "answers"
+    answers = ROOT / "demos" / "checks" / "answers"
     source = (answers / f"{name}.py").read_text()
     kept = [line for line in source.splitlines() if not line.startswith(("from ", "import "))]
     return "\n".join(kept).replace(f"def {name}(", f"def {renamed}(")
@@ -193,7 +195,7 @@ def test_hidden_tests_are_seeded_and_hide_their_inputs() -> None:
     """Hidden inputs come from grading.hidden_test (course secret), and no message quotes them."""
     for assignment in ASSIGNMENTS + NEW_ASSIGNMENTS:
         nb = nbformat.read(
-            Path(__file__).resolve().parents[1] / "solutions" / assignment / f"{assignment}.ipynb",
+            ROOT / "solutions" / assignment / f"{assignment}.ipynb",
             as_version=4,
         )
         for cell in nb.cells:

@@ -28,9 +28,9 @@ import pytest
 
 from grader import cgroup_parent, cgroups
 from grader.cgroup_parent import FALLBACK, LEAF, LEAF_MADE, SITE, Placement, place
+from helpers import ROOT
 
 PID = str(os.getpid())
-REPO = Path(__file__).resolve().parents[1]
 
 
 class FakeKernel:
@@ -160,7 +160,7 @@ def test_each_notebooks_cgroup_is_made_under_the_placements_parent(
 def _sandbox_report(**env: str) -> str:
     """What ``python -m grader sandbox`` says about memory here."""
     proc = subprocess.run(
-        [sys.executable, "-m", "grader", "--course", str(REPO), "sandbox"],
+        [sys.executable, "-m", "grader", "--course", str(ROOT), "sandbox"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -8,12 +8,8 @@ course gradebook by the submitting process.
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "slurm"))
 from local_cluster import LocalCluster, missing_requirements
 from nbgrader_driver import (
     assert_all_succeeded,

@@ -19,8 +19,7 @@ from grader.batch import Batch, course_setting
 from grader.check import scan_code
 from grader.collect import collect_all, safe_id, student_and_file
 from grader.preprocessors import STDERR_LABEL, stderr_to_stdout
-
-REPO = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 
 @pytest.mark.parametrize(
@@ -68,7 +67,7 @@ def test_check_accepts_honest_code() -> None:
 @pytest.mark.parametrize("folder", ["solutions", "exercises"])
 def test_no_false_alarms_on_the_course_notebooks(folder: str) -> None:
     """The instructor's solutions and the blank exercises pass the code scan."""
-    for path in sorted((REPO / folder).glob("*/*.ipynb")):
+    for path in sorted((ROOT / folder).glob("*/*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         for cell in nb.cells:
             meta = cell.metadata.get("nbgrader", {})
@@ -305,7 +304,7 @@ def test_sandbox_command_shows_only_what_is_put_back_and_drops_the_user(tmp_path
     policy = sandbox.Policy(
         level="bwrap+uid",
         uid=61003,
-        readonly=[str(REPO / "demos")],
+        readonly=[str(ROOT / "demos")],
         writable=[str(tmp_path / "rt")],
         workdir=str(tmp_path / "rt" / "work"),
     )
@@ -318,7 +317,7 @@ def test_sandbox_command_shows_only_what_is_put_back_and_drops_the_user(tmp_path
         "--die-with-parent",
         "--tmpfs /tmp",
         "--ro-bind /usr /usr",
-        f"--ro-bind {REPO / 'demos'}",
+        f"--ro-bind {ROOT / 'demos'}",
         f"--bind {tmp_path / 'rt' / 'work'} {notebook}",  # a copy, at the notebook's path
         f"--chdir {notebook}",
         "--reuid=61003",
@@ -328,7 +327,7 @@ def test_sandbox_command_shows_only_what_is_put_back_and_drops_the_user(tmp_path
     # copy of the course anywhere else) does not exist inside
     bound = [command[i + 1] for i, arg in enumerate(command) if arg in ("--bind", "--ro-bind")]
     assert "/" not in bound and "/home" not in bound and "/root" not in bound
-    assert not any(str(REPO / "solutions").startswith(b + "/") or b == str(REPO) for b in bound)
+    assert not any(str(ROOT / "solutions").startswith(b + "/") or b == str(ROOT) for b in bound)
     # /tmp and /dev/shm of its own, each of a bounded size
     sizes = [command[i + 1] for i, arg in enumerate(command) if arg == "--size"]
     assert sizes == [str(policy.disk_bytes)] * 2 + [str(policy.memory_bytes)]
@@ -382,7 +381,7 @@ def test_course_config_names_the_assignments_graded_without_a_gpu(tmp_path: Path
     assert Batch(tmp_path, "cnn", tmp_path, level="limits", gpu=True).gpu is True  # asked
     assert cnn.threads == max(1, len(os.sched_getaffinity(0)) // 2)
     # the course's own config says which of its assignments need no GPU
-    assert "cnn" in course_setting(REPO, "without_gpu", [])
+    assert "cnn" in course_setting(ROOT, "without_gpu", [])
 
 
 def test_pythonpath_folders_are_readable_in_the_sandbox_unless_they_show_the_course(
@@ -550,7 +549,7 @@ def test_check_submission_flags_and_repairs(tmp_path: Path) -> None:
 
 
 def _bench(name: str, folder: str = "") -> dict:
-    path = REPO / "grader" / "results" / folder / f"grading-bench-{name}.json"
+    path = ROOT / "grader" / "results" / folder / f"grading-bench-{name}.json"
     return json.loads(path.read_text())
 
 
@@ -569,7 +568,7 @@ def test_readme_grading_figures_come_from_the_recorded_benchmark() -> None:
     result = _bench(ON_CPU)
     assert result["hardware"]["cores"] == 2 and result["hardware"]["gpus"] == "none"
     runs = result["assignments"]
-    readme = _prose(REPO / "README.md")
+    readme = _prose(ROOT / "README.md")
     assert f"grader/results/grading-bench-{ON_CPU}.json" in readme
     assert f"took {result['wall_seconds']:.0f} s with {result['workers']} workers" in readme
     others = [runs[a]["serial_nbgrader_seconds_per_notebook"] for a in CLASS_OF_200[:-1]]
@@ -584,14 +583,14 @@ def test_readme_grading_figures_come_from_the_recorded_benchmark() -> None:
     assert kinds["hostile"]["scores"] == [0.0]
     assert kinds["hostile"]["flagged"] == kinds["hostile"]["count"]
     assert "correct ones got 10/10, the partial 2/10, the looping one 10/10" in readme
-    benchmarks = _prose(REPO / "BENCHMARKS.md")
+    benchmarks = _prose(ROOT / "BENCHMARKS.md")
     assert f"took {result['wall_seconds']:.0f} s with 2 workers there" in benchmarks
 
 
 def test_class_of_200_table_comes_from_the_recorded_benchmark() -> None:
-    text = (REPO / "BENCHMARKS.md").read_text()
-    prose = _prose(REPO / "BENCHMARKS.md")
-    readme = _prose(REPO / "README.md")
+    text = (ROOT / "BENCHMARKS.md").read_text()
+    prose = _prose(ROOT / "BENCHMARKS.md")
+    readme = _prose(ROOT / "README.md")
     result = _bench(ON_GPU)
     assert result["students"] == 200 and result["workers"] == 16
     assert result["hardware"]["cores"] == 16 and "H200" in result["hardware"]["gpus"]
@@ -655,8 +654,8 @@ def test_each_kind_scores_the_same_cell_by_cell_on_the_gpu_and_cpu_graders(assig
 
 def test_sandbox_box_comparison_comes_from_the_recorded_benchmarks() -> None:
     """BENCHMARKS.md's before/after figures of the per-notebook box, read from their JSON."""
-    prose = _prose(REPO / "BENCHMARKS.md")
-    text = (REPO / "BENCHMARKS.md").read_text()
+    prose = _prose(ROOT / "BENCHMARKS.md")
+    text = (ROOT / "BENCHMARKS.md").read_text()
     cpu_before, cpu_after = _bench(ON_CPU), _bench(ON_CPU, "sandbox-box/after")
     gpu = {
         when: _bench("-".join(CLASS_OF_200) + "-40students-16w-16cores", f"sandbox-box/{when}")

@@ -3,7 +3,7 @@
 The extension (source in ``jupyter/extensions/validate-scope``) shows nbgrader's
 Validate button only on exercises. It ships prebuilt in ``jupyter/data`` so that
 nobody needs Node.js; ``course.sh`` and ``bin/gpu-jupyter`` put that folder on
-``JUPYTER_PATH``. What it does in a browser is checked by tests/test_browser.py.
+``JUPYTER_PATH``. What it does in a browser is checked by tests/jupyter/test_browser.py.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT
+
 SOURCE = ROOT / "jupyter" / "extensions" / "validate-scope"
 DATA = ROOT / "jupyter" / "data"
 BUILD = DATA / "labextensions" / "@gpu-course" / "validate-scope"

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import solve_exercise
+from helpers import ROOT, solve_exercise
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import build_student_edition as edition  # noqa: E402
 
@@ -101,7 +100,7 @@ def test_edition_has_the_course_and_nothing_for_graders(built):
         "jupyter/data/labextensions/@gpu-course/validate-scope/package.json",
         "jupyter/extensions/validate-scope/src/index.ts",
         "tests/conftest.py",
-        "tests/test_labextension.py",
+        "tests/jupyter/test_labextension.py",
     ]:
         assert (built / present).exists(), present
     for absent in [
@@ -115,8 +114,8 @@ def test_edition_has_the_course_and_nothing_for_graders(built):
         "autograded",
         "feedback",
         "downloaded",
-        "tests/test_nbgrader_grading.py",
-        "tests/test_edition.py",
+        "tests/exercises/test_grading_workflow.py",
+        "tests/tools/test_edition.py",
         "jupyter/extensions/validate-scope/node_modules",  # what npm installs to build it
         "jupyter/extensions/validate-scope/lib",
     ]:
@@ -236,7 +235,7 @@ def test_edition_runs_its_own_test_command(built):
     assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-3000:]
     assert (
         "course/02-simt-model.ipynb" in collected.stdout
-        and "tests/test_simt.py" in collected.stdout
+        and "tests/demos/test_simt.py" in collected.stdout
     )
     subset = subprocess.run(
         [
@@ -249,8 +248,8 @@ def test_edition_runs_its_own_test_command(built):
             "no:cacheprovider",
             "-q",
             "tests/test_packaging.py",
-            "tests/test_labextension.py",
-            "tests/test_simt.py",
+            "tests/jupyter/test_labextension.py",
+            "tests/demos/test_simt.py",
             "course/02-simt-model.ipynb",
             "--nbval-lax",
         ],

@@ -19,8 +19,8 @@ import nbformat
 import pytest
 
 from demos import live
+from helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 TOOLS = ROOT / "tools" / "gpu-node"
 pytestmark = pytest.mark.skipif(
     not TOOLS.is_dir(), reason="tools/gpu-node is the instructor's (not in the student edition)"

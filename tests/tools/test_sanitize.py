@@ -19,8 +19,8 @@ import pytest
 
 from demos import hardware
 from demos.checks import sanitize
+from helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 TOOL = ROOT / "tools" / "gpu-node" / "sanitize.sh"
 needs_tool = pytest.mark.skipif(
     not TOOL.exists(), reason="tools/gpu-node is the instructor's (not in the student edition)"

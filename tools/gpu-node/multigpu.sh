@@ -6,8 +6,8 @@
 set -uo pipefail
 source "$(dirname "$0")/common.sh"
 name=${1:-multigpu}
-"$PY" -m pytest -q -rfEs --tb=short -p no:cacheprovider tests/test_multigpu_splitting.py \
-    tests/test_multigpu_cpu.py tests/test_multigpu_gpu.py > "$OUTDIR/tests.txt" 2>&1
+"$PY" -m pytest -q -rfEs --tb=short -p no:cacheprovider tests/demos/multigpu/test_splitting.py \
+    tests/demos/multigpu/test_multigpu_cpu.py tests/demos/multigpu/test_multigpu_gpu.py > "$OUTDIR/tests.txt" 2>&1
 tests=$?
 tail -n 15 "$OUTDIR/tests.txt"
 "$PY" -m demos bench multigpu --output "$OUTDIR" --name "$name" 2>&1 | tee "$OUTDIR/bench.txt"

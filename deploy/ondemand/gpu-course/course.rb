@@ -3,7 +3,7 @@
 # Reads the same description as the hub: session.yml (a link to deploy/session.yml;
 # install the app with `cp -rL` so that it becomes a file) with the site file on
 # top ($GPU_COURSE_SITE, else /etc/gpu-course/site.yml). It mirrors
-# deploy/course_session.py, which the hub uses; tests/test_deploy_ondemand.py
+# deploy/course_session.py, which the hub uses; tests/deploy/test_ondemand.py
 # checks that both ask Slurm and LSF the same for the same choice.
 require "yaml"
 

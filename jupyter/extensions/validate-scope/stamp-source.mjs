@@ -1,5 +1,5 @@
 // Writes source.sha256 next to the build: the SHA-256 of each source file, in the
-// format of `sha256sum`. tests/test_labextension.py recomputes it, so a source
+// format of `sha256sum`. tests/jupyter/test_labextension.py recomputes it, so a source
 // changed without a rebuild (or a build committed without its source) is caught.
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';

@@ -12,14 +12,13 @@ typical mistakes to the kernel checks and asserts the feedback names them.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
 
 from demos.checks import CHECKS, answer_source, passes
+from helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 MARKER = re.compile(r"^# Your turn: (\w+)\s*$", re.MULTILINE)
 TECHNICAL_CHAPTERS = ("02", "03", "04", "04a", "04b", "06")
 

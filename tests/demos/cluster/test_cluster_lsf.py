@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
-FAKE_LSF = Path(__file__).resolve().parent / "slurm" / "fake-lsf"
+from helpers import ROOT
+
+FAKE_LSF = ROOT / "tests" / "slurm" / "fake-lsf"
 
 
 def alive(pid: int) -> bool:

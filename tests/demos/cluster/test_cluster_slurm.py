@@ -17,8 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "slurm"))
 from local_cluster import LocalCluster, missing_requirements
 
 pytestmark = pytest.mark.slow

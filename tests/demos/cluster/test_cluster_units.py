@@ -4,7 +4,7 @@ The parts of every example, computed one after another in this process, must
 give the one-node answer; each process of a node must get its own GPU from the
 scheduler's list; the job scripts dask-jobqueue writes must ask Slurm and LSF
 for what the options say. The same commands under a real Slurm are in
-tests/test_cluster_slurm.py.
+tests/demos/cluster/test_cluster_slurm.py.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ import numpy as np
 import pytest
 
 from demos.cluster import dask_jobs, links, mpi_ranks, work
-
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT
 
 
 def demos_command(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

@@ -1,6 +1,6 @@
 """What is particular to the Numba backends: the CPU loops, and the CUDA kernel dispatcher.
 
-Correctness of every backend on the same inputs is in test_distance_contract.py.
+Correctness of every backend on the same inputs is in test_contract.py.
 Here: which CUDA kernel actually runs (the dispatcher reports it, and never
 substitutes silently), the launch configurations, the quads kernel compiled in
 the simulator, and the original course's kernel launch.

@@ -1,6 +1,6 @@
 """What is particular to the NumPy, CuPy and chunked backends.
 
-The contract all backends share is tested in test_distance_contract.py.
+The contract all backends share is tested in test_contract.py.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The stand-in for CuPy must fail NumPy-only code the way CuPy does, hidden
 seeds must reproduce (and change with the course secret, which only the
 grader has), failures must be generic, and the watchers must see kernel
 launches, course code and forbidden helpers. The real ``nbgrader autograde``
-runs are in test_nbgrader_cheating.py and test_grading_verdicts.py.
+runs are in tests/exercises/test_cheating.py and tests/grader/verdicts/test_verdict_attacks.py.
 
 The check before grading (grader/check.py) runs here against a gradebook made
 by ``nbgrader generate_assignment``: honest notebooks of every assignment get

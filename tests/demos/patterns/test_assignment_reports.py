@@ -10,15 +10,13 @@ a right submission must pass them, so the model answers here must. Instructors o
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import demos.patterns  # noqa: F401  (adds warp shuffles to the simulator)
 from demos.patterns import checks
-
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 
 def _solution_kernels() -> dict[str, object]:

@@ -19,8 +19,7 @@ from numba import cuda
 import demos.patterns  # noqa: F401  (adds warp shuffles to the simulator)
 from demos import grading, hardware
 from demos.patterns import checks, kernels
-
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 
 @pytest.mark.parametrize("method", ["global_atomic", "shared"])

@@ -19,8 +19,7 @@ import pytest
 from demos import hardware
 from demos.profiling import lesson, ncu, timeline
 from demos.profiling.sync_counter import SyncCountingModule, counting_module
-
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 
 @pytest.mark.parametrize(

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
 
 from grader.verdicts.originality import matches_course_code
+from helpers import ROOT
 
-REPO = Path(__file__).resolve().parents[1]
 TRANSFER_ASSIGNMENTS = ["kernel_patterns", "cupy_port", "multigpu"]
 #: The largest share of a solution's lines that one model answer may hold.
 MOST_SHARED_LINES = 1 / 3
@@ -46,7 +45,7 @@ def _solution_cells() -> list[tuple[str, str]]:
     """(``assignment/grade id``, source) of every solution cell of the transfer assignments."""
     cells = []
     for assignment in TRANSFER_ASSIGNMENTS:
-        path = REPO / "solutions" / assignment / f"{assignment}.ipynb"
+        path = ROOT / "solutions" / assignment / f"{assignment}.ipynb"
         for cell in nbformat.read(path, as_version=4).cells:
             meta = cell.metadata.get("nbgrader", {})
             if cell.cell_type == "code" and meta.get("solution"):
@@ -55,7 +54,7 @@ def _solution_cells() -> list[tuple[str, str]]:
 
 
 SOLUTIONS = _solution_cells()
-MODEL_ANSWERS = sorted((REPO / "demos" / "checks" / "answers").glob("*.py"))
+MODEL_ANSWERS = sorted((ROOT / "demos" / "checks" / "answers").glob("*.py"))
 
 
 def test_every_transfer_assignment_has_solution_cells() -> None:
@@ -88,7 +87,7 @@ def test_no_solution_is_mostly_a_model_answer(name: str, source: str) -> None:
 
 def test_the_check_sees_a_copied_answer() -> None:
     """The chapter's histogram answer, renamed, is caught by both checks (they can fail)."""
-    answer = (REPO / "demos" / "checks" / "answers" / "histogram_shared.py").read_text()
+    answer = (ROOT / "demos" / "checks" / "answers" / "histogram_shared.py").read_text()
     copied = answer.replace("histogram_shared", "histogram_kernel").replace("local", "mine")
     assert matches_course_code(copied[copied.index("@cuda.jit") :])
     lines = _code_lines(copied)
