@@ -1,4 +1,4 @@
-"""Helpers shared by the test modules: reference checks, free ports, MPI runs.
+"""Helpers shared by the test modules: reference checks, free ports, MPI runs, skip conditions.
 
 Imported as ``from helpers import ...`` (pytest puts ``tests/`` on the path).
 The distance reference itself lives in :mod:`demos.distance.reference`, so that
@@ -24,39 +24,65 @@ import pytest
 
 from demos import hardware
 from demos.distance.reference import reference_distance, tolerance
+from demos.kernel_testing import to_host
 
 ROOT = Path(__file__).resolve().parent.parent
 
 __all__ = [
+    "ROOT",
     "assert_distances",
     "free_port",
     "http_status",
-    "solve_exercise",
+    "instructor_tools",
+    "needs_chromium",
+    "needs_commands",
+    "needs_course_venv",
+    "needs_root",
     "on_cuda",
     "random_points",
     "reference_distance",
     "run_mpirun",
+    "solve_exercise",
     "to_host",
 ]
 
+# Skip conditions shared by several test modules. The GPU ones are markers
+# (gpu, multigpu, nogpu) that tests/conftest.py turns into skips.
 on_cuda = pytest.mark.skipif(
     not (hardware.simulator_enabled() or hardware.has_gpu()),
     reason="needs a CUDA GPU or the CUDA simulator (NUMBA_ENABLE_CUDASIM=1)",
+)
+needs_course_venv = pytest.mark.skipif(
+    not (ROOT / ".venv" / ".course-install-stamp").exists(),
+    reason="runs where ./course.sh has installed .venv (as `./course.sh test` does)",
+)
+instructor_tools = pytest.mark.skipif(
+    not (ROOT / "tools" / "gpu-node").is_dir(),
+    reason="tools/gpu-node is the instructor's (not in the student edition)",
+)
+
+
+def needs_commands(*names: str, install: str) -> pytest.MarkDecorator:
+    """Skip unless every command in *names* is on PATH; *install* says how to get them."""
+    missing = [name for name in names if shutil.which(name) is None]
+    return pytest.mark.skipif(bool(missing), reason=f"needs {' and '.join(missing)}: {install}")
+
+
+def needs_root(why: str) -> pytest.MarkDecorator:
+    """Skip unless the tests run as root; *why* says what needs it."""
+    return pytest.mark.skipif(os.geteuid() != 0, reason=f"needs root {why}")
+
+
+needs_chromium = needs_commands(
+    "chromium",
+    "chromedriver",
+    install="Debian's chromium and chromium-driver (.ci/run installs them)",
 )
 
 
 def random_points(rng: np.random.Generator, n: int, dtype: Any, d: int = 3) -> np.ndarray:
     """*n* points in the unit cube with *d* coordinates, in *dtype*."""
     return rng.random((n, d)).astype(dtype)
-
-
-def to_host(array: Any) -> np.ndarray:
-    """A NumPy copy of a NumPy, CuPy or Numba device array."""
-    if hasattr(array, "copy_to_host"):
-        return array.copy_to_host()
-    if hasattr(array, "get"):
-        return array.get()
-    return np.asarray(array)
 
 
 def assert_distances(result: Any, x: np.ndarray, y: np.ndarray | None = None) -> None:

@@ -17,13 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, free_port, http_status
+from helpers import ROOT, free_port, http_status, needs_course_venv
 
 
 @pytest.mark.slow
+@needs_course_venv
 def test_lab_serves_the_course_only_with_its_token(tmp_path):
-    if not (ROOT / ".venv" / ".course-install-stamp").exists():
-        pytest.skip("runs where ./course.sh has installed .venv (as `./course.sh test` does)")
     port = free_port()
     log = tmp_path / "lab.log"
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}

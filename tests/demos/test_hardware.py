@@ -39,7 +39,7 @@ def test_unknown_command_is_refused_with_usage():
     assert "unknown command" in proc.stderr and "bench distance" in proc.stderr
 
 
-@pytest.mark.skipif(hardware.has_gpu(), reason="checks the message shown on machines without a GPU")
+@pytest.mark.nogpu
 def test_require_gpu_explains_why():
     with pytest.raises(hardware.GPUUnavailableError, match="needs an NVIDIA CUDA GPU"):
         hardware.require_gpu("The tiled kernel")

@@ -5,7 +5,8 @@ assignments' tests) share their mechanics through ``demos.kernel_testing``.
 Read from the source with ``ast`` (every import, also those inside functions):
 neither voice imports the other, the core imports nothing of ``demos``, the
 module-level imports among them have no cycle, and importing the core or
-``demos.grading`` leaves the warning filters alone.
+``demos.grading`` leaves the warning filters alone. The core's array helpers
+answer alike for NumPy, the CuPy stand-in and CuPy (the ``xp`` fixture).
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
+from demos import kernel_testing
 from helpers import ROOT
 
 DEMOS = ROOT / "demos"
@@ -107,3 +111,19 @@ def test_importing_the_core_and_grading_keeps_warning_filters() -> None:
         "assert warnings.filters == before, warnings.filters[:3]\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_to_host_copies_an_array_of_any_module_to_numpy(xp) -> None:
+    data = np.arange(6.0).reshape(2, 3)
+    on_device = xp.asarray(data)
+    host = kernel_testing.to_host(on_device)
+    assert type(host) is np.ndarray
+    np.testing.assert_array_equal(host, data)
+    host[0, 0] = -1.0
+    assert kernel_testing.to_host(on_device)[0, 0] == 0.0  # a copy, never a view
+
+
+def test_get_array_module_names_the_module_of_its_arrays(xp) -> None:
+    arrays = xp.asarray(np.ones(2)), xp.asarray(np.zeros(3))
+    assert kernel_testing.get_array_module(*arrays) is xp
+    assert kernel_testing.get_array_module(np.ones(2)) is np

@@ -30,7 +30,7 @@ import pytest
 from deploy_helpers import DEPLOY, assert_students_mode, make_edition, write_site
 from local_cluster import LocalCluster, User, missing_requirements
 
-from helpers import free_port, solve_exercise
+from helpers import free_port, needs_chromium, solve_exercise
 
 requests = pytest.importorskip("requests", reason="comes with jupyterhub (the 'test' extra)")
 pytestmark = pytest.mark.slow
@@ -279,10 +279,7 @@ class ServerPages:
         return f"{self.base}/{path}?"  # the helpers append "&reset"
 
 
-@pytest.mark.skipif(
-    not (shutil.which("chromium") and shutil.which("chromedriver")),
-    reason="needs Debian's chromium and chromium-driver (.ci/run installs them)",
-)
+@needs_chromium
 def test_a_student_works_in_a_browser(hub: Hub, tmp_path: Path) -> None:
     """Log in, spawn through the form, run a cell of chapter 2, Validate an exercise, stop."""
     from browser_helpers import _chromium, _open_notebook, _validate, _validate_shown, _wait, step

@@ -22,6 +22,8 @@ import pytest
 import yaml
 from deploy_helpers import APP, DEPLOY, ROOT, Request, Session, needs_ruby, render_erb, write_site
 
+from helpers import needs_commands
+
 LAUNCHER = ROOT / "bin" / "gpu-jupyter"
 CHOICE = {
     "cores": "8",
@@ -300,7 +302,7 @@ def test_notebooks_are_copied_once_and_never_overwritten(tmp_path: Path) -> None
     assert (home / "course" / "03-cupy-drop-in.ipynb").read_text() == "new chapter"
 
 
-@pytest.mark.skipif(not shutil.which("shellcheck"), reason="apt-get install shellcheck")
+@needs_commands("shellcheck", install="apt-get install shellcheck")
 def test_job_scripts_are_shellcheck_clean() -> None:
     scripts = [
         DEPLOY / "start-course.sh",

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 
-import pytest
-
 from grader import memory_watch, processes, sandbox
+from helpers import needs_root
 
 
 def test_memory_watcher_stops_a_process_tree_that_writes_too_much() -> None:
@@ -34,7 +32,7 @@ def test_memory_watcher_stops_a_process_tree_that_writes_too_much() -> None:
     assert memory_watch.data_backstop(4 << 30) > 8 << 30  # room for a GPU library's reservations
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to start a process as another user")
+@needs_root("to start a process as another user")
 def test_memory_watcher_counts_a_sandbox_users_process_that_left_the_tree() -> None:
     uid = processes.BASE_UID + 99
     kernel = subprocess.Popen(["sleep", "60"])  # stands in for the kernel: uses nothing

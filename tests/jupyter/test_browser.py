@@ -18,19 +18,12 @@ import urllib.parse
 
 import pytest
 
-from helpers import ROOT, http_status, solve_exercise
+from helpers import ROOT, http_status, needs_chromium, needs_course_venv, solve_exercise
 
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(
-        not (CHROMIUM and CHROMEDRIVER),
-        reason="needs Debian's chromium and chromium-driver (.ci/run installs them)",
-    ),
-    pytest.mark.skipif(
-        not (ROOT / ".venv" / ".course-install-stamp").exists(),
-        reason="runs where ./course.sh has installed .venv",
-    ),
+    needs_chromium,
+    needs_course_venv,
 ]
 
 from browser_helpers import (  # noqa: E402 (skips this module without selenium)

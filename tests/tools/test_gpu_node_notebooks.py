@@ -19,12 +19,10 @@ import nbformat
 import pytest
 
 from demos import live
-from helpers import ROOT
+from helpers import ROOT, instructor_tools
 
 TOOLS = ROOT / "tools" / "gpu-node"
-pytestmark = pytest.mark.skipif(
-    not TOOLS.is_dir(), reason="tools/gpu-node is the instructor's (not in the student edition)"
-)
+pytestmark = instructor_tools
 
 
 def _tool(name: str, *args: str, timeout: int = 120) -> subprocess.CompletedProcess:

@@ -17,14 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from demos import hardware
 from demos.checks import sanitize
-from helpers import ROOT
+from helpers import ROOT, instructor_tools
 
 TOOL = ROOT / "tools" / "gpu-node" / "sanitize.sh"
-needs_tool = pytest.mark.skipif(
-    not TOOL.exists(), reason="tools/gpu-node is the instructor's (not in the student edition)"
-)
+needs_tool = instructor_tools
 
 # Excerpts of logs of `sanitize.sh` on an H200 (CUDA 13): a racy shared histogram, clean memcheck.
 RACECHECK_LOG = """========= COMPUTE-SANITIZER
@@ -99,7 +96,7 @@ def test_without_compute_sanitizer_it_says_where_to_get_it(tmp_path) -> None:
 
 
 @needs_tool
-@pytest.mark.skipif(hardware.has_gpu(), reason="this machine has a GPU")
+@pytest.mark.nogpu
 def test_without_a_gpu_it_says_so(tmp_path) -> None:
     path = _plain_path(tmp_path)
     fake = tmp_path / "bin" / "compute-sanitizer"

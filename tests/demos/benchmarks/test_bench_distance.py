@@ -102,9 +102,8 @@ def test_bad_sizes_are_rejected_and_reference_sizes_come_from_one_place():
     assert shipped == list(sizes.DISTANCE_REFERENCE_SIZES)
 
 
+@pytest.mark.nogpu
 def test_overhead_without_gpu_is_skipped_with_the_reason(tmp_path, capsys):
-    if hardware.cupy_available():
-        pytest.skip("checks machines without a GPU")
     args = ["bench", "distance", "--no-sweep", "--overhead", "--output", str(tmp_path)]
     assert cli.main(args) == 0
     assert "skipping --overhead" in capsys.readouterr().out

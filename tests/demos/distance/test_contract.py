@@ -109,7 +109,7 @@ def test_compat_modules_keep_the_original_course_interface(rng):
     assert_distances(numba_cpu_distance(x), x)
 
 
-@pytest.mark.skipif(hardware.cupy_available(), reason="checks machines without a GPU")
+@pytest.mark.nogpu
 def test_cupy_compat_without_gpu_says_so(rng):
     from demos.demo_cupy import distance_matrix
 

@@ -58,7 +58,7 @@ def test_simulated_device_copies_data() -> None:
     assert on_device[1] == 1.0
 
 
-@pytest.mark.skipif(hardware.cupy_available(), reason="checks the stand-ins used without a GPU")
+@pytest.mark.nogpu
 def test_devices_without_gpu_are_several_stand_ins() -> None:
     devices = grading.devices()
     assert len(devices) == grading.SIMULATED_DEVICE_COUNT >= 2

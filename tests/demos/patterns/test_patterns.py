@@ -144,6 +144,7 @@ print(json.dumps({"hist": {k: v for k, v in hist.items() if k != "counts"}, "cou
 """  # noqa: E501
 
 
+@pytest.mark.nogpu
 def test_counts_are_the_same_for_compiled_kernels(tmp_path: Path) -> None:
     """On a GPU grader kernels are compiled dispatchers: the checks simulate their source all the
     same.
@@ -157,8 +158,6 @@ def test_counts_are_the_same_for_compiled_kernels(tmp_path: Path) -> None:
     import sys
 
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
-    if hardware.has_gpu():
-        pytest.skip("compares with the simulator on a machine without a GPU")
     proc = subprocess.run(
         [sys.executable, "-c", _COUNT_WITH_COMPILED_KERNELS],
         env=env,

@@ -126,9 +126,8 @@ def test_ncu_table_is_read_from_the_csv_export(tmp_path: Path) -> None:
     assert data["benchmark"] == "ncu_distance_kernels" and "environment" in data
 
 
+@pytest.mark.nogpu
 def test_benchmarks_refuse_clearly_without_a_gpu(tmp_path: Path) -> None:
-    if hardware.cupy_available():
-        pytest.skip("this machine has a GPU")
     for command in ("profiling", "patterns"):
         proc = subprocess.run(
             [sys.executable, "-m", "demos", "bench", command, "--output", str(tmp_path)],
