@@ -197,7 +197,7 @@ class SharedWatch:
         block, site, index = element
         cls = self._classes.get(site)
         name, _, line = (cls._course_shared[1] if cls else "a shared array").partition(" (")
-        cell = f"{name}[{', '.join(map(str, index))}]" + (f" (line {line}" if line else "")
+        cell = f"{name}[{', '.join(map(str, index))}]" + (f" ({line}" if line else "")
         where = f"in block {self.text(block, self.grid_dim)}, thread"
         if race == "uninitialised":
             found[element] = (
