@@ -8,77 +8,136 @@ solution and the blank release as two students, grades both with real
 ``nbgrader autograde`` (this course's configuration: sandbox, hidden tests in
 the grader), and prints one line per assignment. The solution must get full
 marks and the blank release none; on a GPU node this covers the GPU paths
-(CuPy arrays, real devices, compiled kernels) the CPU tests cannot.
+(CuPy arrays, real devices, compiled kernels) the CPU tests cannot. Its pieces
+(the scratch copy, nbgrader's API run in an interpreter of its own, hand-ins,
+the gradebook's scores) are also how the test suite drives nbgrader.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-# nbgrader keeps global state (traitlets singletons, logging): each run gets its own interpreter.
+# nbgrader keeps global state (traitlets singletons, logging): its API runs in an
+# interpreter of its own, inside the course copy, and reports each step as JSON.
 _DRIVER = r"""
 import json, os, sys
 from traitlets.config.loader import PyFileConfigLoader
 from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
-from nbgrader.api import Gradebook
-root, assignments = sys.argv[1], json.loads(sys.argv[2])
+
+root, steps, out, timeout = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
 os.chdir(root)
 config = PyFileConfigLoader("nbgrader_config.py", path=root).load_config()
+if timeout:
+    config.Execute.timeout = int(timeout)
 api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
-failures = {}
-for a in assignments:
-    for step, args in (("generate_assignment", (a,)),):
-        result = getattr(api, step)(*args)
-        if not result["success"]:
-            failures[a] = (result.get("error") or "")[-800:]
-    if a in failures:
-        continue
-    for student, folder in (("solution", "solutions"), ("blank", "exercises")):
-        source = os.path.join(folder, a, f"{a}.ipynb")
-        target = os.path.join("submitted", student, a)
-        os.makedirs(target, exist_ok=True)
-        with open(source) as src, open(os.path.join(target, f"{a}.ipynb"), "w") as dst:
-            dst.write(src.read())
-        result = api.autograde(a, student, force=True, create=True)
-        if not result["success"]:
-            failures[f"{a}/{student}"] = (result.get("error") or "")[-800:]
-scores = {}
-with Gradebook(f"sqlite:///{os.path.join(root, 'gradebook.db')}") as gb:
-    for assignment in gb.assignments:
-        for submission in assignment.submissions:
-            key = f"{assignment.name}/{submission.student.id}"
-            scores[key] = [submission.score, submission.max_score]
-print(json.dumps({"scores": scores, "failures": failures}))
+results = []
+for method, *args in steps:
+    result = getattr(api, method)(*args)
+    results.append({"step": [method, *args], "success": bool(result["success"]),
+                    "error": result.get("error") or "", "log": result.get("log") or ""})
+with open(out, "w") as f:
+    json.dump(results, f)
 """
+
+
+def scratch_course(course: Path, parent: Path) -> Path:
+    """A copy of *course*'s nbgrader configuration and ``solutions/`` in *parent*/course."""
+    root = parent / "course"
+    root.mkdir()
+    shutil.copy2(course / "nbgrader_config.py", root / "nbgrader_config.py")
+    shutil.copytree(course / "solutions", root / "solutions")
+    return root
+
+
+def nbgrader_env() -> dict[str, str]:
+    """This environment, with its bin/ on PATH: nbgrader calls ``alembic``."""
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return env
+
+
+def run_nbgrader(
+    root: Path, steps: list[list[str]], timeout: int | None = None, wall: float | None = None
+) -> list[dict]:
+    """Run NbGraderAPI methods, e.g. ``[["autograde", "simt", "alice"]]``, in one subprocess.
+
+    One result per step: ``step``, ``success``, ``error`` and ``log``. *timeout*
+    is nbgrader's per-cell limit, *wall* the limit of the whole run in seconds.
+    """
+    out = root / f"nbgrader-results-{os.getpid()}.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", _DRIVER, str(root), json.dumps(steps), str(out), str(timeout or "")],
+        cwd=root,
+        env=nbgrader_env(),
+        capture_output=True,
+        text=True,
+        timeout=wall,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"nbgrader failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    results = json.loads(out.read_text())
+    out.unlink()
+    return results
+
+
+def hand_in(root: Path, student: str, assignment: str, notebook: Path | str) -> Path:
+    """Put a notebook (a path to copy, or raw text) where ``nbgrader autograde`` looks."""
+    target = root / "submitted" / student / assignment / f"{assignment}.ipynb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(notebook, Path):
+        shutil.copy2(notebook, target)
+    else:
+        target.write_text(notebook)
+    return target
+
+
+def gradebook_scores(root: Path) -> dict[tuple[str, str], tuple[float, float]]:
+    """(assignment, student) -> (score, max_score), read from the course's gradebook."""
+    from nbgrader.api import Gradebook
+
+    found = {}
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        for assignment in gb.assignments:
+            for submission in assignment.submissions:
+                found[(assignment.name, submission.student.id)] = (
+                    submission.score,
+                    submission.max_score,
+                )
+    return found
 
 
 def run(course: Path, assignments: list[str]) -> dict:
     """Scores of the solution and the blank release of each assignment, graded in a scratch copy."""
-    scratch = Path(tempfile.mkdtemp(prefix="grader-selftest-"))
-    try:
-        root = scratch / "course"
-        root.mkdir()
-        shutil.copy2(course / "nbgrader_config.py", root / "nbgrader_config.py")
-        shutil.copytree(course / "solutions", root / "solutions")
-        proc = subprocess.run(
-            [sys.executable, "-c", _DRIVER, str(root), json.dumps(assignments)],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if proc.returncode != 0:
-            raise SystemExit(f"grader selftest: nbgrader failed:\n{proc.stderr[-3000:]}")
-        return json.loads(proc.stdout.strip().splitlines()[-1])
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="grader-selftest-", ignore_cleanup_errors=True) as tmp:
+        root = scratch_course(course, Path(tmp))
+        try:
+            released = run_nbgrader(root, [["generate_assignment", a] for a in assignments])
+            failures = {
+                a: r["error"][-800:] for a, r in zip(assignments, released) if not r["success"]
+            }
+            steps = []
+            for a in (a for a in assignments if a not in failures):
+                for student, folder in (("solution", "solutions"), ("blank", "exercises")):
+                    hand_in(root, student, a, root / folder / a / f"{a}.ipynb")
+                    steps.append(["autograde", a, student])
+            for result in run_nbgrader(root, steps) if steps else []:
+                if not result["success"]:
+                    _, a, student = result["step"]
+                    failures[f"{a}/{student}"] = result["error"][-800:]
+        except RuntimeError as error:
+            raise SystemExit(f"grader selftest: {error}") from None
+        scores = {f"{a}/{s}": list(score) for (a, s), score in gradebook_scores(root).items()}
+    return {"scores": scores, "failures": failures}
 
 
 def _score(score: list[float] | None) -> str:

@@ -1,84 +1,38 @@
 """Running nbgrader on a throw-away copy of the course: shared by the grading tests.
 
-A copy of the course directory, nbgrader's Python API driven in a fresh
-interpreter (nbgrader keeps global state that must not leak into pytest),
-hand-ins, and the scores read back from the gradebook.
+The copy, nbgrader's API in an interpreter of its own, hand-ins and the scores
+are grader.selftest's (``python -m grader selftest`` grades the same way); here
+are what only the tests need: the grader's command line, page text, a
+gradebook as an earlier review left it, and its rows.
 """
 
 from __future__ import annotations
 
 import html
-import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from grader.selftest import gradebook_scores as scores
+from grader.selftest import hand_in, nbgrader_env, scratch_course
+from grader.selftest import run_nbgrader as _run_nbgrader
+from helpers import ROOT
+
 ASSIGNMENTS = ["simt", "cupy_port", "numba_distance", "cnn", "multigpu"]
 # The assignments of chapters 4a and 4b (graded in tests/exercises/test_new_assignments.py).
 NEW_ASSIGNMENTS = ["profiling", "kernel_patterns"]
-
-# Runs in a fresh interpreter inside the course copy: nbgrader keeps global
-# state (traitlets singletons, logging) that must not leak into pytest.
-_DRIVER = r"""
-import json, os, sys
-from traitlets.config.loader import PyFileConfigLoader
-from nbgrader.apps import NbGraderAPI
-from nbgrader.coursedir import CourseDirectory
-
-root, steps, out, timeout = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
-os.chdir(root)
-config = PyFileConfigLoader("nbgrader_config.py", path=root).load_config()
-if timeout:
-    config.Execute.timeout = int(timeout)
-api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
-results = []
-for method, *args in steps:
-    result = getattr(api, method)(*args)
-    results.append({"step": [method, *args], "success": bool(result["success"]),
-                    "error": result.get("error") or "", "log": result.get("log") or ""})
-with open(out, "w") as f:
-    json.dump(results, f)
-"""
+__all__ = ["hand_in", "scores"]
 
 
 def make_course(tmp: Path) -> Path:
     """A copy of the course directory (config and sources only) in *tmp*."""
-    root = tmp / "course"
-    root.mkdir()
-    shutil.copy2(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
-    shutil.copytree(REPO / "solutions", root / "solutions")
-    return root
-
-
-def nbgrader_env() -> dict[str, str]:
-    """nbgrader calls ``alembic``, so the environment's bin/ must be on PATH."""
-    env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    return env
+    return scratch_course(ROOT, tmp)
 
 
 def run_nbgrader(root: Path, steps: list[list[str]], timeout: int | None = None) -> list[dict]:
-    """Run NbGraderAPI methods, e.g. ``[["autograde", "simt", "alice"]]``, in one subprocess."""
-    out = root / f"nbgrader-results-{os.getpid()}.json"
-    proc = subprocess.run(
-        [sys.executable, "-c", _DRIVER, str(root), json.dumps(steps), str(out), str(timeout or "")],
-        cwd=root,
-        env=nbgrader_env(),
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert proc.returncode == 0, (
-        f"nbgrader driver failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    )
-    results = json.loads(out.read_text())
-    out.unlink()
-    return results
+    """grader.selftest.run_nbgrader, stopped after 15 minutes."""
+    return _run_nbgrader(root, steps, timeout, wall=900)
 
 
 def run_grader(
@@ -94,32 +48,6 @@ def run_grader(
         timeout=timeout,
         check=False,
     )
-
-
-def hand_in(root: Path, student: str, assignment: str, notebook: Path | str) -> Path:
-    """Put a notebook (a path to copy, or raw text) where ``nbgrader autograde`` looks."""
-    target = root / "submitted" / student / assignment / f"{assignment}.ipynb"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(notebook, Path):
-        shutil.copy2(notebook, target)
-    else:
-        target.write_text(notebook)
-    return target
-
-
-def scores(root: Path) -> dict[tuple[str, str], tuple[float, float]]:
-    """(assignment, student) -> (score, max_score) from the gradebook."""
-    from nbgrader.api import Gradebook
-
-    found = {}
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        for assignment in gb.assignments:
-            for submission in assignment.submissions:
-                found[(assignment.name, submission.student.id)] = (
-                    submission.score,
-                    submission.max_score,
-                )
-    return found
 
 
 def page_text(page: Path) -> str:

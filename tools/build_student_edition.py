@@ -85,6 +85,7 @@ INSTRUCTOR_TESTS = {
     "demos/test_provenance.py",
     "docs/test_notebook_format.py",
     "jupyter/test_browser.py",
+    "nbgrader_driver.py",  # drives nbgrader through grader.selftest
     "tools/test_edition.py",
 }
 INSTRUCTOR_TEST_PATTERN = re.compile(

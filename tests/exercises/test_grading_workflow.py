@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 from nbgrader_driver import (
     ASSIGNMENTS,
-    REPO,
     assert_all_succeeded,
     hand_in,
     make_course,
@@ -29,6 +28,8 @@ from nbgrader_driver import (
     run_nbgrader,
     scores,
 )
+
+from helpers import ROOT
 
 # Test ids must not be bare marker names (conftest skips anything with a "multigpu" keyword).
 ASSIGNMENT_IDS = [f"assignment-{a}" for a in ASSIGNMENTS]
@@ -67,7 +68,7 @@ def test_every_assignment_has_visible_and_hidden_tests() -> None:
     import nbformat
 
     for assignment in ASSIGNMENTS:
-        nb = nbformat.read(REPO / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+        nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
         graded_cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
         assert graded_cells, assignment
         assert all(c.metadata["nbgrader"]["points"] > 0 for c in graded_cells)
@@ -82,7 +83,7 @@ def test_every_assignment_has_visible_and_hidden_tests() -> None:
 def test_feedback_hides_the_hidden_tests(graded: Path, assignment: str) -> None:
     import nbformat
 
-    source = nbformat.read(REPO / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    source = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
     hidden_lines = {
         line.strip()
         for cell in source.cells

@@ -15,11 +15,12 @@ import pytest
 from nbgrader_driver import ASSIGNMENTS as GRADED_ASSIGNMENTS
 from nbgrader_driver import (
     NEW_ASSIGNMENTS,
-    REPO,
     assert_all_succeeded,
     make_course,
     run_nbgrader,
 )
+
+from helpers import ROOT
 
 ASSIGNMENTS = GRADED_ASSIGNMENTS + NEW_ASSIGNMENTS
 
@@ -41,7 +42,7 @@ def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_released_assignments_are_the_committed_ones(regenerated: Path) -> None:
     committed = sorted(
-        p.relative_to(REPO / "exercises") for p in (REPO / "exercises").rglob("*") if p.is_file()
+        p.relative_to(ROOT / "exercises") for p in (ROOT / "exercises").rglob("*") if p.is_file()
     )
     made = sorted(p.relative_to(regenerated) for p in regenerated.rglob("*") if p.is_file())
     assert committed == made, "exercises/ has other files than generate_assignment makes"
@@ -50,7 +51,7 @@ def test_released_assignments_are_the_committed_ones(regenerated: Path) -> None:
 @pytest.mark.parametrize("assignment", ASSIGNMENTS, ids=[f"assignment-{a}" for a in ASSIGNMENTS])
 def test_released_notebook_matches_generated(regenerated: Path, assignment: str) -> None:
     name = Path(assignment) / f"{assignment}.ipynb"
-    committed, made = cells(REPO / "exercises" / name), cells(regenerated / name)
+    committed, made = cells(ROOT / "exercises" / name), cells(regenerated / name)
     assert len(committed) == len(made), (
         f"{name}: regenerate with nbgrader generate_assignment {assignment}"
     )
@@ -59,13 +60,13 @@ def test_released_notebook_matches_generated(regenerated: Path, assignment: str)
             f"{name}, cell {index} differs from what nbgrader generates; run "
             f"'nbgrader generate_assignment {assignment} --force' (see README, instructors)"
         )
-    assert "BEGIN SOLUTION" not in (REPO / "exercises" / name).read_text()
-    assert "HIDDEN TESTS" not in (REPO / "exercises" / name).read_text()
+    assert "BEGIN SOLUTION" not in (ROOT / "exercises" / name).read_text()
+    assert "HIDDEN TESTS" not in (ROOT / "exercises" / name).read_text()
 
 
 def test_notebooks_have_no_outputs() -> None:
     for folder in ("solutions", "exercises"):
-        for path in (REPO / folder).rglob("*.ipynb"):
+        for path in (ROOT / folder).rglob("*.ipynb"):
             nb = nbformat.read(path, as_version=4)
             for cell in nb.cells:
                 if cell.cell_type == "code":

@@ -23,7 +23,6 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbgrader_driver import (
-    REPO,
     assert_all_succeeded,
     make_course,
     page_text,
@@ -33,6 +32,7 @@ from nbgrader_driver import (
 )
 
 from grader import processes, sandbox
+from helpers import ROOT
 
 pytestmark = pytest.mark.slow
 #: What the integrity token looks like (grader/preprocessors.py).
@@ -191,8 +191,8 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
         root / "solutions",
         root / "exercises",
         root / "submitted",
-        REPO / "demos",
-        REPO / "nbgrader_config.py",
+        ROOT / "demos",
+        ROOT / "nbgrader_config.py",
     ]
     before = _hash_tree(*watched)
     git_status = [
@@ -208,7 +208,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
         "pyproject.toml",
     ]
     git_before = subprocess.run(
-        git_status, cwd=REPO, capture_output=True, text=True, check=False
+        git_status, cwd=ROOT, capture_output=True, text=True, check=False
     ).stdout
     # Without private mounts (level "uid") the sandbox user must pass through the
     # grading folder's parents; pytest's temporary folders are private.
@@ -237,7 +237,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
         "git": (
             git_before,
             subprocess.run(
-                git_status, cwd=REPO, capture_output=True, text=True, check=False
+                git_status, cwd=ROOT, capture_output=True, text=True, check=False
             ).stdout,
         ),
         "leftover": _sandbox_processes(work),

@@ -25,7 +25,6 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbgrader_driver import (
-    REPO,
     assert_all_succeeded,
     grade_earlier,
     gradebook_rows,
@@ -35,6 +34,7 @@ from nbgrader_driver import (
 )
 
 from grader import sandbox
+from helpers import ROOT
 
 pytestmark = pytest.mark.slow
 ASSIGNMENT = "simt"
@@ -89,7 +89,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     assert_all_succeeded(run_nbgrader(root, [["generate_assignment", ASSIGNMENT]]))
     grade_earlier(root, ASSIGNMENT, "zoe")  # graded and reviewed before: rows to keep
     daemon = DAEMON.replace("COURSE", repr(str(root)))
-    daemon = daemon.replace("DEMOS", repr(str(REPO / "demos")))
+    daemon = daemon.replace("DEMOS", repr(str(ROOT / "demos")))
     attacker = _solution(root)
     attacker.cells.insert(1, nbformat.v4.new_code_cell(daemon))
     _hand_in(root, "a-daemon", attacker)
@@ -107,7 +107,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     linked.mkdir(parents=True)
     (linked / f"{ASSIGNMENT}.ipynb").symlink_to(root / "solutions" / ASSIGNMENT / "simt.ipynb")
     _hand_in(root, "d-honest", _solution(root))
-    watched = [root / "nbgrader_config.py", REPO / "demos" / "__init__.py"]
+    watched = [root / "nbgrader_config.py", ROOT / "demos" / "__init__.py"]
     before = {str(p): _digest(p) for p in watched}
     students = ["a-daemon", "b-honest", "c-split", "c-linked", "d-honest"]
     rows_before = gradebook_rows(root, leaving_out=students)

@@ -23,7 +23,6 @@ import pytest
 from nbgrader_driver import (
     ASSIGNMENTS,
     NEW_ASSIGNMENTS,
-    REPO,
     assert_all_succeeded,
     make_course,
     run_nbgrader,
@@ -34,6 +33,7 @@ from demos import grading
 from demos.grading import standin
 from grader.check import check_submission
 from grader.verdicts import api
+from helpers import ROOT
 
 xp = standin.module
 
@@ -90,10 +90,10 @@ def test_secret_changes_the_hidden_seeds_only(monkeypatch: pytest.MonkeyPatch) -
 
 def test_the_kernel_never_has_the_secret(tmp_path: Path) -> None:
     """The sandbox's kernel launcher drops it before the kernel starts; demos never reads it."""
-    launcher = (REPO / "grader" / "sandbox_kernel.py").read_text()
+    launcher = (ROOT / "grader" / "sandbox_kernel.py").read_text()
     assert "os.environ.pop(SECRET_VARIABLE" in launcher
     assert "COURSE_GRADING_SECRET" not in "".join(
-        p.read_text() for p in (REPO / "demos").rglob("*.py")
+        p.read_text() for p in (ROOT / "demos").rglob("*.py")
     )
 
 
@@ -257,7 +257,7 @@ def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _read(folder: str, assignment: str) -> nbformat.NotebookNode:
-    return nbformat.read(REPO / folder / assignment / f"{assignment}.ipynb", as_version=4)
+    return nbformat.read(ROOT / folder / assignment / f"{assignment}.ipynb", as_version=4)
 
 
 def _grade_id(cell: nbformat.NotebookNode) -> str | None:
@@ -309,7 +309,7 @@ def _flags(tmp_path: Path, nb: nbformat.NotebookNode, template_db: Path) -> list
 
 
 def test_every_assignment_is_checked() -> None:
-    assert sorted(ALL_ASSIGNMENTS) == sorted(p.name for p in (REPO / "solutions").iterdir())
+    assert sorted(ALL_ASSIGNMENTS) == sorted(p.name for p in (ROOT / "solutions").iterdir())
 
 
 @pytest.mark.parametrize("handed_in", ["solution", "blank", "worked"])
