@@ -29,6 +29,10 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
         "chapter 4a: timing, syncs, timeline, overlap, pool",
     ),
     ("bench", "patterns"): ("demos.patterns.bench", "chapter 4b: histograms and sums vs bandwidth"),
+    ("bench", "matmul"): (
+        "demos.patterns.matmul_bench",
+        "chapter 4b: naive vs shared-memory tiled matrix multiply, and cuBLAS",
+    ),
     ("bench", "lessons"): (
         "demos.lessons.bench",
         "the measured lessons: divergence, coalescing, copies, NumPy",

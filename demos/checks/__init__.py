@@ -52,6 +52,7 @@ CHECKS: dict[str, tuple[str, Callable[[Any], str]]] = {
     "histogram_atomic": ("04b", pattern_checks.histogram_atomic),
     "histogram_shared": ("04b", pattern_checks.histogram_shared),
     "warp_sum": ("04b", pattern_checks.warp_sum),
+    "tiled_matmul": ("04b", pattern_checks.tiled_matmul),
     "batch_trial": ("05", cnn_checks.batch_trial),
     "split_ranges": ("06", multigpu_checks.split_ranges),
     "matvec_split": ("06", multigpu_checks.matvec_split),

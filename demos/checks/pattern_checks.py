@@ -1,5 +1,5 @@
-"""Checks for chapter 4b's "your turn" cells: an atomic histogram, a shared-memory histogram and a
-warp-shuffle block sum.
+"""Checks for chapter 4b's "your turn" cells: an atomic histogram, a shared-memory histogram, a
+warp-shuffle block sum and a tiled matrix multiply.
 
 Each runs the student's kernel in the simulator on counted arrays (see
 :mod:`demos.patterns.checks`): a right answer is not enough, the kernel must also
@@ -17,8 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from demos.checks._harness import CheckFailed, warp_error_text
-from demos.patterns import checks
+from demos.checks._harness import (
+    SENTINEL,
+    CheckFailed,
+    GuardedOutput,
+    compare,
+    launch,
+    on_gpu,
+    require_shared_memory,
+    warp_error_text,
+)
+from demos.patterns import checks, matmul
 from demos.patterns.lesson import N_BINS, THREADS
 from demos.patterns.simwarp import WarpError
 
@@ -163,3 +172,115 @@ def warp_sum(kernel: Any) -> str:
     return f"right block sums with {report['barriers_per_thread']:.0f} barrier(s) per thread" + (
         f" and {shuffles}." if shuffles else "."
     )
+
+
+# --- the tiled matrix multiply --------------------------------------------------------------
+MATMUL_SHAPES = ((19, 21, 23), (5, 40, 3))  # (n, k, m): part-filled tiles on every edge
+_BARRIER_IN_IF = (
+    "A cuda.syncthreads() inside an `if` (such as `if i < n and j < m:`) is reached only by the "
+    "threads inside c. Keep both barriers outside every if: threads past the edge load 0 into "
+    "the tiles, multiply along, and only skip the final write."
+)
+
+
+def _matmul_failure(report: dict[str, Any], log: Any, what: str) -> str | None:
+    """The synchronisation fault of a counted run in the student's words, or None."""
+    problems = {kind: said[0].upper() + said[1:] for kind, said in log.problems()}
+    if "barriers" in problems:
+        return f"{what}: {problems['barriers']} {_BARRIER_IN_IF}"
+    steps, most = report["tile_steps"], report["most_barriers_per_thread"]
+    if report["uninitialised_shared_reads"] and most < 2 * steps:
+        return (
+            f"{what}: {problems.get('uninitialised') or problems.get('read')} A thread used the "
+            "tiles before the others had loaded them: put cuda.syncthreads() between loading "
+            "the tiles and the loop over k."
+        )
+    if "read" in problems and most < 2 * steps:
+        return (
+            f"{what}: {most} cuda.syncthreads() per thread for {steps} tile steps, so a tile is "
+            f"loaded without the second barrier. {problems['read']} A fast thread loads the next "
+            "tiles over values slower threads are still multiplying: add cuda.syncthreads() after "
+            "the loop over k, before the next step's loads."
+        )
+    if "write" in problems:
+        return (
+            f"{what}: {problems['write']} Each thread stores one element of each tile, its own "
+            "[ty, tx]."
+        )
+    if "read" in problems:
+        return (
+            f"{what}: {problems['read']} Wait with cuda.syncthreads() after loading the tiles "
+            "and again after using them."
+        )
+    if "uninitialised" in problems:
+        return (
+            f"{what}: {problems['uninitialised']} Past the edge of a or b there is no element to "
+            "load: store 0 in the tile there, so the loop over the whole tile adds nothing."
+        )
+    return None
+
+
+def _counted_matmul(kernel: Any, a: np.ndarray, b: np.ndarray, tile: int, what: str) -> dict:
+    try:
+        report, log = checks.run_matmul(kernel, a, b, tile, fill=SENTINEL)
+    except WarpError as exc:
+        raise CheckFailed(f"{what}: {warp_error_text(exc)}") from None
+    except IndexError as exc:
+        raise CheckFailed(
+            f"{what}: a thread indexed outside a matrix ({warp_error_text(exc)}). Threads whose "
+            "element of a or b lies past the edge store 0 in the tile instead of reading it."
+        ) from None
+    failure = _matmul_failure(report, log, what)
+    if failure:
+        raise CheckFailed(failure)
+    return report
+
+
+def tiled_matmul(kernel: Any) -> str:
+    """``c = a @ b`` with shared tiles: right everywhere, no race, each element loaded once per
+    block that needs it."""
+    require_shared_memory(
+        kernel,
+        "load a tile of a and one of b into cuda.shared.array, wait with cuda.syncthreads(), "
+        "multiply from the tiles, and wait again before the next tiles.",
+    )
+    tile = matmul.tile_of(kernel)
+    rng = np.random.default_rng(9)
+    summary = ""
+    for n, inner, m in MATMUL_SHAPES:
+        a = rng.random((n, inner)).astype(np.float32)
+        b = rng.random((inner, m)).astype(np.float32)
+        what = f"{n} x {inner} times {inner} x {m}, blocks of TILE x TILE = {tile} x {tile}"
+        report = _counted_matmul(kernel, a, b, tile, what)
+        compare(report["product"], a.astype(np.float64) @ b, what, rtol=1e-5, atol=1e-5)
+        allowed = -(-m // tile)  # once per block column of c
+        if report["most_reads_of_an_a"] > allowed or report["most_reads_of_a_b"] > -(-n // tile):
+            raise CheckFailed(
+                f"{what}: an element of a was read {report['most_reads_of_an_a']} times and one "
+                f"of b {report['most_reads_of_a_b']} times from global memory; with tiles each "
+                f"is read once per block that needs it (a: {allowed}, b: {-(-n // tile)}). Read "
+                "the operands of the loop over k from the shared tiles."
+            )
+        if not summary:
+            naive = matmul.global_loads_per_output(inner, "naive")
+            summary = (
+                f"right products with {tile} x {tile} tiles, edges included, no races; "
+                f"{report['loads_per_output']:.1f} global loads per element of c for k = "
+                f"{inner}, where the naive kernel makes {naive}."
+            )
+    if on_gpu():
+        _on_the_gpu(kernel, tile)
+    return summary
+
+
+def _on_the_gpu(kernel: Any, tile: int) -> None:
+    """The compiled kernel on the GPU, on a size the simulator could not run."""
+    n, inner, m = 300, 500, 200
+    rng = np.random.default_rng(10)
+    a = rng.random((n, inner)).astype(np.float32)
+    b = rng.random((inner, m)).astype(np.float32)
+    out = GuardedOutput((n, m), np.float32)
+    grid, block = matmul.launch_config(n, m, tile)
+    what = f"on the GPU, {n} x {inner} times {inner} x {m}"
+    launch(kernel, grid, block, a, b, out.view, what=what)
+    compare(out.fetch(what), a.astype(np.float64) @ b, what, rtol=1e-4, atol=1e-4)

@@ -68,6 +68,18 @@ def _block_sum(kernel: Any, dtype: Any, n: int, threads: int) -> bool:
     return bool(np.allclose(partial, np.bincount(owner, weights=values, minlength=2), rtol=1e-5))
 
 
+def _matmul(kernel: Any, n: int = 19, inner: int = 21, m: int = 23) -> bool:
+    from demos.patterns import matmul
+
+    rng = np.random.default_rng(9)
+    a = rng.random((n, inner)).astype(np.float32)
+    b = rng.random((inner, m)).astype(np.float32)
+    c = np.zeros((n, m), np.float32)
+    grid, block = matmul.launch_config(n, m, matmul.tile_of(kernel))
+    kernel[grid, block](a, b, c)
+    return bool(np.allclose(c, a.astype(np.float64) @ b, rtol=1e-5))
+
+
 def _add_to(kernel: Any) -> bool:
     source, target = np.random.default_rng(2).random((2, 100))
     want = source + target
@@ -97,16 +109,19 @@ LAUNCHES: dict[str, Callable[[Any], bool]] = {
     "histogram_atomic": _histogram,
     "histogram_shared": _histogram,
     "warp_sum": lambda k: _block_sum(k, np.float32, 300, 64),
+    "tiled_matmul": _matmul,
     "patterns.histogram_shared_kernel": _histogram,
     "patterns.tree_sum_kernel": lambda k: _block_sum(k, np.float32, 900, 256),
     "patterns.warp_sum_kernel": lambda k: _block_sum(k, np.float32, 900, 256),
+    "patterns.tiled_matmul_kernel": _matmul,
 }
 
 
 def _course_kernel(name: str) -> Any:
-    from demos.patterns import kernels
+    from demos.patterns import kernels, matmul
 
     made = {
+        "patterns.tiled_matmul_kernel": lambda: matmul.tiled_matmul_kernel(),
         "patterns.histogram_shared_kernel": lambda: kernels.histogram_shared_kernel(16),
         "patterns.tree_sum_kernel": lambda: kernels.tree_sum_kernel("float32"),
         "patterns.warp_sum_kernel": lambda: kernels.warp_sum_kernel("float32"),

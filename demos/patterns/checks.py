@@ -1,4 +1,4 @@
-"""What a histogram or block-sum kernel did, counted: for the chapter's checks and the assignment.
+"""What a histogram, sum or matrix-multiply kernel did, counted: for the checks and the assignment.
 
 Each report runs the kernel in the simulator (also on a GPU machine, see
 :func:`~demos.patterns.simulator.simulated`) on wrapped arrays and returns plain
@@ -222,3 +222,48 @@ def weighted_measurements(
     bins = rng.integers(-2, n_bins + 2, n)
     values = (low + (bins + rng.uniform(0.05, 0.95, n)) * width).astype(np.float32)
     return values, rng.uniform(0.5, 1.5, n).astype(np.float32)
+
+
+# --- chapter 4b's tiled matrix multiply ------------------------------------------------------
+def run_matmul(
+    kernel: Any, a: np.ndarray, b: np.ndarray, tile: int, fill: float = 0.0
+) -> tuple[dict, AccessLog]:
+    """Run ``kernel[grid, (tile, tile)](a, b, c)`` counted, columns of ``c`` on x; what it did.
+
+    ``product`` (``c``, which starts as *fill*), ``loads_per_output`` (elements of
+    ``a`` and ``b`` read from global memory, per element of ``c``),
+    ``most_reads_of_an_a``/``most_reads_of_a_b`` (the most any one element was
+    read), ``writes_to_c``, ``shared_arrays``, ``tile_steps`` (ceil(k / tile)) and
+    the fields of :func:`synchronisation`: a right tiled kernel has two barriers
+    per tile step for every thread, no races and no uninitialised reads.
+    """
+    n, inner = a.shape
+    m = b.shape[1]
+    grid = (-(-m // tile), -(-n // tile))
+    log = AccessLog()
+    wrapped_a = log.wrap(np.ascontiguousarray(a), "a")
+    wrapped_b = log.wrap(np.ascontiguousarray(b), "b")
+    c = log.wrap(np.full((n, m), fill, a.dtype), "c")
+    with log.counting():
+        simulated(kernel)[grid, (tile, tile)](wrapped_a, wrapped_b, c)
+
+    def most(name: str) -> int:
+        return max((count for key, count in log.reads.items() if key[0] == name), default=0)
+
+    loads = log.total(log.reads, "a") + log.total(log.reads, "b")
+    report = {
+        "product": np.asarray(c).copy(),
+        "loads_per_output": loads / (n * m),
+        "most_reads_of_an_a": most("a"),
+        "most_reads_of_a_b": most("b"),
+        "writes_to_c": log.total(log.writes, "c"),
+        "shared_arrays": log.shared_arrays,
+        "tile_steps": -(-inner // tile),
+        **synchronisation(log, grid[0] * grid[1], tile * tile),
+    }
+    return report, log
+
+
+def matmul_report(kernel: Any, a: np.ndarray, b: np.ndarray, tile: int) -> dict:
+    """:func:`run_matmul`'s report alone (plain numbers and the product)."""
+    return run_matmul(kernel, a, b, tile)[0]
