@@ -122,10 +122,10 @@ def get_array_module(*arrays: Any) -> ModuleType:
     """The array module of *arrays*: like ``cupy.get_array_module``, also without CuPy.
 
     Arrays of a ``cupy`` module get ``cupy.get_array_module``'s answer (CuPy is
-    imported only then, so it need not be installed, and a stand-in swapped
-    into ``sys.modules["cupy"]`` answers for its own arrays); an array that
-    names its module through the array API's ``__array_namespace__`` (the
-    assignments' stand-in does) gets that module; anything else gets NumPy.
+    imported only then, so it need not be installed); an array that names its
+    module through the array API's ``__array_namespace__`` (the course's CuPy
+    stand-in, :mod:`demos.cupy_standin`, does) gets that module; anything else
+    gets NumPy.
     """
     if any(type(a).__module__.split(".")[0] == "cupy" for a in arrays):
         try:

@@ -33,7 +33,7 @@ def array_library(array: Any) -> str | None:
     """
     if isinstance(array, np.ndarray):
         return "numpy"
-    library = type(array).__module__.split(".")[0]
+    library = getattr(type(array), "stand_in_for", None) or type(array).__module__.split(".")[0]
     if library in ("cupy", "numba"):
         return library
     if hasattr(array, "__cuda_array_interface__"):
@@ -45,7 +45,7 @@ def is_device_array(array: Any) -> bool:
     """True for GPU arrays: CuPy, Numba device arrays (real or simulated), CUDA-interface arrays."""
     if isinstance(array, np.ndarray):
         return False
-    if type(array).__module__.startswith(("cupy", "numba")):
+    if array_library(array) in ("cupy", "numba"):
         return True  # cheap: the interface below is a property that builds a dict per access
     return hasattr(array, "__cuda_array_interface__") or hasattr(array, "copy_to_host")
 

@@ -1,7 +1,7 @@
 """Checks for the "your turn" cells of chapter 3 (CuPy as a drop-in for NumPy).
 
 Each function is run with NumPy arrays, with CuPy arrays where CuPy can reach
-a GPU, and everywhere with a CuPy-like stand-in (:mod:`demos.checks._gpulike`):
+a GPU, and everywhere with a CuPy-like stand-in (:mod:`demos.cupy_standin`):
 array-module agnostic code must give the same answer, keep the input's dtype,
 return an array of the module it was given, and bring to the host only what it
 must (a nearest-neighbour search copies back n indices, not the n x n matrix).
@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from demos import hardware
-from demos.checks import _elementwise_standin, _gpulike
+from demos import cupy_standin, hardware
+from demos.checks import _elementwise_standin
 from demos.checks._harness import CheckFailed, compare, expect_dtype
 from demos.distance.reference import reference_distance
 from demos.kernel_testing import to_host
@@ -29,11 +29,11 @@ def _modules() -> list[Any]:
         import cupy
 
         found.append(cupy)
-    return [*found, _gpulike.module]
+    return [*found, cupy_standin.module]
 
 
 def _to_host(array: Any) -> np.ndarray:
-    if isinstance(array, _gpulike.GpuLikeArray):
+    if isinstance(array, cupy_standin.DeviceArray):
         return np.array(array._data)  # the check's own look: not a transfer of the student's
     return to_host(array)
 
@@ -42,14 +42,14 @@ def _run(student: Callable, xp: Any, arrays: tuple, what: str) -> Any:
     """The student's function on *arrays* moved to *xp*; for the stand-in with ``cupy`` pointing
     to it, and NumPy's refusal of a GPU array explained."""
     args = [xp.asarray(a) for a in arrays]
-    if xp is not _gpulike.module:
+    if xp is not cupy_standin.module:
         return student(*args)
     try:
-        with _gpulike.standing_in(student):
+        with cupy_standin.standing_in(student, strict=True):
             return student(*args)
     except TypeError as exc:
         said = str(exc)
-        if not any(w in said for w in ("Implicit conversion", "Unsupported type", "ufunc")):
+        if not any(w in said for w in ("Implicit conversion", "mixed", "Unsupported type")):
             raise
         first = said.splitlines()[0].rstrip(".")
         raise CheckFailed(
@@ -108,8 +108,8 @@ def nearest_neighbour(student: Callable[[Any], Any]) -> str:
             want = d.argmin(axis=1)
             what = f"{xp.__name__}, {n} points"
             got = _run(student, xp, (x,), what)
-            copied = [(how, shape) for how, shape in _gpulike.transfers if np.prod(shape) > n]
-            if xp is _gpulike.module and copied:
+            copied = [(how, s) for how, s in cupy_standin.transfers if np.prod(s) > n]
+            if xp is cupy_standin.module and copied:
                 how, shape = copied[0]
                 raise CheckFailed(
                     f"{what}: your function copied an array of shape {shape} to the host "

@@ -14,25 +14,19 @@ points coincide; the course keeps the plain formula here.
 
 from __future__ import annotations
 
-from types import ModuleType
 from typing import Any
 
-import numpy as np
+from demos.kernel_testing import get_array_module
+from demos.validation import check_pair
 
-from demos.validation import array_library, check_pair
-
-
-def get_array_module(*arrays: Any) -> ModuleType:
-    """``cupy`` if any argument is a CuPy array, else ``numpy``.
-
-    Like ``cupy.get_array_module`` but never imports CuPy for NumPy inputs, so it
-    works (and is fast) where CuPy is not installed.
-    """
-    if any(array_library(array) == "cupy" for array in arrays):
-        import cupy
-
-        return cupy
-    return np
+__all__ = [
+    "combine",
+    "distance_matrix",
+    "distance_of_checked",
+    "get_array_module",
+    "inner_products",
+    "row_norms",
+]
 
 
 def row_norms(x: Any) -> Any:

@@ -5,8 +5,9 @@ laptop without a GPU and on a GPU node. The notebooks therefore never pick
 NumPy or CuPy, or a real or simulated device, themselves: they ask this
 package, which answers "CuPy and the real GPUs" where they are usable and
 "a CuPy-like stand-in and simulated devices" everywhere else, with the same
-rules on both (see :mod:`.standin` and :mod:`.devices`). Importing :mod:`demos`
-(done here) switches Numba to its CUDA simulator when there is no GPU.
+rules on both (see :mod:`demos.cupy_standin`, here as ``standin``, and
+:mod:`.devices`). Importing :mod:`demos` (done here) switches Numba to its CUDA
+simulator when there is no GPU.
 
 Visible tests are built from :mod:`.checks` (seeded inputs, generic failure
 messages) and :mod:`.watch` (what the student's code launched and called).
@@ -30,9 +31,9 @@ from types import ModuleType
 import numpy as np
 
 import demos  # noqa: F401  (enables the CUDA simulator when there is no GPU)
+from demos import cupy_standin as standin
 from demos import hardware
 from demos.distance.reference import reference_distance as reference_distances
-from demos.grading import standin
 from demos.grading.checks import GradingFailure, assert_close, assert_equal, check, rng, seed_for
 from demos.grading.course_kernels import is_course_kernel
 from demos.grading.devices import (

@@ -15,8 +15,8 @@ from typing import Any, Self
 
 import numpy as np
 
+from demos import cupy_standin as standin
 from demos import hardware
-from demos.grading import standin
 
 #: How many devices the CPU stand-in offers when there is no GPU: enough that
 #: splitting work over "several devices" is a real split.
@@ -93,7 +93,7 @@ class _Device:
 
 
 class SimulatedDevice(_Device):
-    """A CPU stand-in for one GPU; its arrays are :mod:`demos.grading.standin` arrays.
+    """A CPU stand-in for one GPU; its arrays are :mod:`demos.cupy_standin` arrays.
 
     Like CuPy arrays they are not NumPy arrays, so a result that was never
     copied back with :meth:`asnumpy` is caught here as on a GPU.

@@ -32,13 +32,16 @@ from typing import Any
 import numpy as np
 
 import demos
-from demos import kernel_testing
+from demos import cupy_standin, kernel_testing
 from demos.numba_advice import silence_advice
 
 _DEMOS_DIR = str(Path(demos.__file__).resolve().parent)
 #: Files of ``demos`` that hold no answers: the tools tests use, which student code may call.
-_TOOL_PATHS = (str(Path(__file__).resolve().parent), str(Path(kernel_testing.__file__).resolve()))
-_TOOL_MODULES = ("demos.grading", kernel_testing.__name__)
+_TOOL_PATHS = (
+    str(Path(__file__).resolve().parent),
+    *(str(Path(tool.__file__).resolve()) for tool in (kernel_testing, cupy_standin)),
+)
+_TOOL_MODULES = ("demos.grading", kernel_testing.__name__, cupy_standin.__name__)
 
 
 def _is_tool_module(name: str) -> bool:
