@@ -28,6 +28,8 @@ from pathlib import Path
 
 import nbformat
 
+from grader.verdicts.student_source import dotted_name
+
 #: Words that have no business in an answer, searched in code and in decoded strings.
 SUSPICIOUS_WORDS = {
     "getipython": "uses get_ipython (the grading kernel)",
@@ -110,16 +112,6 @@ def _decoded(value: str) -> list[str]:
     return out
 
 
-def _dotted(node: ast.AST) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def scan_code(source: str) -> list[str]:
     """Reasons why this code (one student cell) needs a human's look; empty when none."""
     reasons: list[str] = []
@@ -155,12 +147,12 @@ def scan_code(source: str) -> list[str]:
                     node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
                 )
                 for target in targets:
-                    name = _dotted(target)
+                    name = ".".join(dotted_name(target) or [])
                     if re.match(
                         r"(np|numpy)\.testing\.|.*\.(assert_\w+)$", name
                     ) or name.startswith(("sys.", "builtins.", "IPython.", "demos.")):
                         reasons.append(f"assigns to {name}")
-            elif isinstance(node, ast.Attribute) and _dotted(node) in ("sys.modules",):
+            elif isinstance(node, ast.Attribute) and dotted_name(node) == ["sys", "modules"]:
                 reasons.append("uses sys.modules")
             elif (
                 isinstance(node, ast.Attribute)
