@@ -40,10 +40,18 @@ def result(name: str) -> dict[str, Any]:
     return json.loads((RESULTS / name).read_text(encoding="utf-8"))
 
 
-def distance_run(backend: str, n: int, kind: str) -> float:
+def at(name: str, *path: str) -> Any:
+    """The value at *path* in demos/results/NAME."""
+    value = result(name)
+    for key in path:
+        value = value[key]
+    return value
+
+
+def distance_run(backend: str, n: int, kind: str, stat: str = "median_s") -> float:
     for run in result("distance.json")["results"]["runs"]:
         if run["backend"] == backend and run["n"] == n:
-            return run[kind]["median_s"]
+            return run[kind][stat]
     raise KeyError(f"distance.json has no {backend} run at n={n}")
 
 
@@ -80,6 +88,12 @@ def ncu_row(kernel: str) -> dict[str, Any]:
 
 def profiling(part: str) -> dict[str, Any]:
     return result("profiling_h200.json")["results"][part]
+
+
+def syncs() -> tuple[float, float, int]:
+    """(ms syncing every step, ms syncing once, steps) of chapter 4a's sync run."""
+    run = profiling("syncs")
+    return run["sync_every_step_ms"], run["sync_once_ms"], run["steps"]
 
 
 def overlap_per_block() -> tuple[float, float, int]:
@@ -149,363 +163,217 @@ QUOTED: dict[tuple[str, str], tuple[str, Callable[[], bool]]] = {
 }
 
 
-def _figures(chapter: str, source: str, value: Callable[[], float], *quoted: str) -> None:
-    """List quantities whose number is *value()* rounded as the prose shows it."""
-    for text in quoted:
-        QUOTED[(chapter, text)] = (source, lambda text=text: _rounds_to(value(), text))
+def figure(chapters: str, quoted: str, source: str, value: Callable[[], float]) -> None:
+    """List *quoted* (in each of *chapters*): *value()* rounded to the digits the prose shows."""
+    for chapter in chapters.split():
+        QUOTED[(chapter, quoted)] = (source, lambda: _rounds_to(value(), quoted))
 
 
-# published peaks beside measured rates (chapters 1, 4, 4b, 5)
-for _chapter in ("01", "04", "04b"):
-    _figures(
+# Published figures (gpu_specs.json names NVIDIA as their source), beside measured rates.
+_PCIE = "pcie_gen5_x16_gb_per_s_both_directions"
+for _chapters, _quoted, _what, _value in [
+    ("01 04 04b", "4.8 TB/s", "memory bandwidth", lambda: spec()["memory_bandwidth_tb_per_s"]),
+    ("01", "128 GB/s", "PCIe Gen5 x16, both directions", lambda: spec()[_PCIE]),
+    ("01", "64 GB/s", "PCIe Gen5 x16, one direction: half of both", lambda: spec()[_PCIE] / 2),
+]:
+    figure(_chapters, _quoted, f"H200 {_what}, NVIDIA's figure (gpu_specs.json)", _value)
+for _chapter, _quoted, _kind in [
+    ("04", "34 TFLOPS", "fp64"),
+    ("05", "1,979 TFLOPS", "bf16_tensor_sparse"),
+    ("05", "989 TFLOPS", "tf32_tensor_sparse"),
+    ("05", "67 TFLOPS", "fp32"),
+]:
+    figure(
         _chapter,
-        "H200 memory bandwidth, NVIDIA's figure (gpu_specs.json)",
-        lambda: spec()["memory_bandwidth_tb_per_s"],
-        "4.8 TB/s",
+        _quoted,
+        f"H200 SXM {_kind} arithmetic, NVIDIA's figure (gpu_specs.json)",
+        lambda k=_kind: spec()["tflops"]["H200 SXM"][k],
     )
-for _chapter in ("01", "04b"):
-    _figures(
-        _chapter,
-        "device copy, bytes moved per second (patterns_h200.json copy_bandwidth)",
-        copy_tb_per_s,
-        "4.03 TB/s",
-    )
-_figures(
-    "01",
-    "PCIe Gen5 x16, both directions, NVIDIA's figure (gpu_specs.json)",
-    lambda: spec()["pcie_gen5_x16_gb_per_s_both_directions"],
-    "128 GB/s",
+
+# Copies: on the device (patterns_h200.json) and to and from pinned host memory, and what
+# the chunked distance matrix of chapter 4 writes (distance_chunked.json).
+figure(
+    "01 04b", "4.03 TB/s", "device copy, bytes moved per second (patterns_h200.json)", copy_tb_per_s
 )
-_figures(
-    "01",
-    "PCIe Gen5 x16, one direction: half of NVIDIA's figure (gpu_specs.json)",
-    lambda: spec()["pcie_gen5_x16_gb_per_s_both_directions"] / 2,
-    "64 GB/s",
-)
-for _chapter in ("01", "04"):
-    _figures(
-        _chapter,
-        "pinned device-to-host copy (distance_chunked.json bandwidth)",
-        lambda: chunked()["bandwidth"]["d2h_pinned_gb_per_s"],
-        "55 GB/s",
+for _chapters, _quoted, _path, _scale in [
+    ("01 04", "55 GB/s", ("bandwidth", "d2h_pinned_gb_per_s"), 1),
+    ("06", "55 GB/s", ("bandwidth", "h2d_pinned_gb_per_s"), 1),
+    ("04", "24 GB", ("matrix_bytes",), 1e-9),
+    ("04", "3.8 GB/s", ("gb_per_s",), 1),  # into a fresh host array
+    ("04", "35 GB/s", ("gb_per_s_reused_out",), 1),  # into a reused one
+]:
+    figure(
+        _chapters,
+        _quoted,
+        f"distance_chunked.json {' '.join(_path)}",
+        lambda p=_path, s=_scale: at("distance_chunked.json", "results", *p) * s,
     )
 QUOTED[("01", "70 times")] = (
     "device copy rate over the pinned copy to the host: 'more than 70 times' "
     "(patterns_h200.json, distance_chunked.json)",
     lambda: 70 < copy_tb_per_s() * 1e3 / chunked()["bandwidth"]["d2h_pinned_gb_per_s"] < 80,
 )
-# chapter 3: the all-cores CPU curve at small n
-_figures(
-    "03",
-    "numba-cpu-parallel at n = 64, host to host median (distance.json)",
-    lambda: distance_run("numba-cpu-parallel", 64, "host_to_host") * 1e3,
-    "5.99 ms",
-)
-_figures(
-    "03",
-    "numba-cpu-parallel at n = 4096, host to host median (distance.json)",
-    lambda: distance_run("numba-cpu-parallel", 4096, "host_to_host") * 1e3,
-    "4.77 ms",
-)
-_figures(
-    "03",
-    "numba-cpu (one core) at n = 64, host to host median (distance.json)",
-    lambda: distance_run("numba-cpu", 64, "host_to_host") * 1e6,
-    "5.9 µs",
-)
-_figures(
-    "03",
-    "numba-cpu-parallel at n = 1024: median of five repeats (distance.json)",
-    lambda: distance_run("numba-cpu-parallel", 1024, "host_to_host") * 1e3,
-    "8.0 ms",
-)
-_figures(
-    "03",
-    "numba-cpu-parallel at n = 1024: fastest of five repeats (distance.json)",
-    lambda: (
-        next(
-            r["host_to_host"]["min_s"]
-            for r in result("distance.json")["results"]["runs"]
-            if r["backend"] == "numba-cpu-parallel" and r["n"] == 1024
-        )
-        * 1e3
-    ),
-    "3.9 ms",
-)
-# chapter 4: coalescing, the write bound, fresh host memory
-_figures(
+
+# Chapter 3: the all-cores CPU curve at small n (distance.json, host to host).
+for _quoted, _backend, _n, _stat, _scale in [
+    ("5.99 ms", "numba-cpu-parallel", 64, "median_s", 1e3),
+    ("4.77 ms", "numba-cpu-parallel", 4096, "median_s", 1e3),
+    ("8.0 ms", "numba-cpu-parallel", 1024, "median_s", 1e3),
+    ("3.9 ms", "numba-cpu-parallel", 1024, "min_s", 1e3),  # the fastest of its five repeats
+    ("5.9 µs", "numba-cpu", 64, "median_s", 1e6),
+]:
+    figure(
+        "03",
+        _quoted,
+        f"{_backend} at n = {_n}, host to host {_stat} (distance.json)",
+        lambda b=_backend, n=_n, st=_stat, s=_scale: distance_run(b, n, "host_to_host", st) * s,
+    )
+
+# Chapter 4: coalescing, the write bound.
+figure(
     "04",
-    "coalescing lesson, 32 x 8 blocks: rows on x / columns on x (lessons.json)",
-    lambda: result("lessons.json")["results"]["coalescing"]["32x8"]["ratio"],
     "1.82 ×",
+    "coalescing lesson, 32 x 8 blocks: rows on x / columns on x (lessons.json)",
+    lambda: at("lessons.json", "results", "coalescing", "32x8", "ratio"),
 )
-_figures(
+figure(
     "04",
+    "4 ×",
     "sectors per warp store, rows on x / columns on x (lessons.json)",
     lambda: (lambda s: s["rows_on_x"] / s["columns_on_x"])(
-        result("lessons.json")["results"]["coalescing"]["sectors_per_warp_store"]
+        at("lessons.json", "results", "coalescing", "sectors_per_warp_store")
     ),
-    "4 ×",
 )
-for _chapter in ("04", "04a"):
-    _figures(
-        _chapter,
-        "DRAM MB written by the naive launch (ncu_kernels_h200.json)",
-        lambda: ncu_row("naive")["DRAM bytes written"],
-        "110 MB",
+for _quoted, _backend in [("3.26 TB/s", "numba-cuda-best"), ("1.07 TB/s", "numba-cuda-coalesced")]:
+    figure(
+        "04",
+        _quoted,
+        f"{_backend}'s write rate at n = 16384 (distance.json device time)",
+        lambda b=_backend: write_tb_per_s(b),
     )
-    _figures(
-        _chapter,
-        "DRAM MB written by the coalesced launch (ncu_kernels_h200.json)",
-        lambda: ncu_row("coalesced")["DRAM bytes written"],
-        "104 MB",
-    )
-_figures(
+figure(
     "04",
-    "chunked run's matrix (distance_chunked.json matrix_bytes)",
-    lambda: chunked()["matrix_bytes"] / 1e9,
-    "24 GB",
-)
-_figures(
-    "04",
-    "chunked run into a fresh host array (distance_chunked.json gb_per_s)",
-    lambda: chunked()["gb_per_s"],
-    "3.8 GB/s",
-)
-_figures(
-    "04",
-    "chunked run into a reused host array (distance_chunked.json gb_per_s_reused_out)",
-    lambda: chunked()["gb_per_s_reused_out"],
-    "35 GB/s",
-)
-_figures(
-    "04",
-    "H200 SXM float64 arithmetic, NVIDIA's figure (gpu_specs.json)",
-    lambda: spec()["tflops"]["H200 SXM"]["fp64"],
-    "34 TFLOPS",
-)
-_figures(
-    "04",
-    "best kernel's write rate at n = 16384 (distance.json device time)",
-    lambda: write_tb_per_s("numba-cuda-best"),
-    "3.26 TB/s",
-)
-_figures(
-    "04",
-    "coalesced kernel's write rate at n = 16384 (distance.json device time)",
-    lambda: write_tb_per_s("numba-cuda-coalesced"),
-    "1.07 TB/s",
-)
-_figures(
-    "04",
+    "68 %",
     "best kernel's write rate as a share of the published peak",
     lambda: 100 * write_tb_per_s("numba-cuda-best") / spec()["memory_bandwidth_tb_per_s"],
-    "68 %",
 )
-# chapter 4a: timing, syncs, Nsight Compute, overlap
-_figures(
+
+# Chapters 4 and 4a: Nsight Compute on the naive and the coalesced launch.
+for _chapters, _quoted, _kernel, _column in [
+    ("04 04a", "110 MB", "naive", "DRAM bytes written"),
+    ("04 04a", "104 MB", "coalesced", "DRAM bytes written"),
+    ("04a", "50 %", "naive", "theoretical occupancy"),
+    ("04a", "5.8 %", "naive", "achieved occupancy"),
+    ("04a", "0.23 %", "naive", "memory throughput"),
+    ("04a", "19.9 %", "coalesced", "memory throughput"),
+]:
+    figure(
+        _chapters,
+        _quoted,
+        f"{_column} of the {_kernel} launch (ncu_kernels_h200.json)",
+        lambda k=_kernel, c=_column: ncu_row(k)[c],
+    )
+figure(
     "04a",
-    "wall clock without a sync (profiling_h200.json timing)",
-    lambda: profiling("timing")["wall_no_sync_ms"],
-    "0.81 ms",
-)
-_figures(
-    "04a",
-    "CUDA events (profiling_h200.json timing)",
-    lambda: profiling("timing")["cuda_events_ms"],
-    "1.34 ms",
-)
-_figures(
-    "04a",
-    "sync every step / sync once (profiling_h200.json syncs)",
-    lambda: profiling("syncs")["sync_every_step_ms"] / profiling("syncs")["sync_once_ms"],
-    "1.17 ×",
-)
-_figures(
-    "04a",
-    "time per step without waits (profiling_h200.json syncs)",
-    lambda: profiling("syncs")["sync_once_ms"] / profiling("syncs")["steps"] * 1e3,
-    "61 µs",
-)
-_figures(
-    "04a",
-    "extra time per step with a wait (profiling_h200.json syncs)",
-    lambda: (
-        (profiling("syncs")["sync_every_step_ms"] - profiling("syncs")["sync_once_ms"])
-        / profiling("syncs")["steps"]
-        * 1e3
-    ),
-    "10 µs",
-)
-_figures(
-    "04a",
-    "the n x n float64 matrix the ncu run writes (ncu_kernels_h200.json n)",
-    lambda: 8 * result("ncu_kernels_h200.json")["parameters"]["n"] ** 2 / 1e6,
-    "134 MB",
-)
-_figures(
-    "04a",
-    "theoretical occupancy of the naive launch (ncu_kernels_h200.json)",
-    lambda: ncu_row("naive")["theoretical occupancy"],
-    "50 %",
-)
-_figures(
-    "04a",
-    "achieved occupancy of the naive launch (ncu_kernels_h200.json)",
-    lambda: ncu_row("naive")["achieved occupancy"],
-    "5.8 %",
-)
-_figures(
-    "04a",
-    "DRAM throughput of the naive launch (ncu_kernels_h200.json)",
-    lambda: ncu_row("naive")["memory throughput"],
-    "0.23 %",
-)
-_figures(
-    "04a",
-    "DRAM throughput of the coalesced launch (ncu_kernels_h200.json)",
-    lambda: ncu_row("coalesced")["memory throughput"],
-    "19.9 %",
-)
-_figures(
-    "04a",
+    "92 times",
     "naive / coalesced duration under ncu (ncu_kernels_h200.json)",
     lambda: ncu_row("naive")["duration"] / ncu_row("coalesced")["duration"],
-    "92 times",
 )
-_figures(
+figure(
     "04a",
-    "compute per block, one stream (profiling_h200.json overlap)",
-    lambda: overlap_per_block()[0],
-    "1.3 ms",
+    "134 MB",
+    "the n x n float64 matrix the ncu run writes (ncu_kernels_h200.json n)",
+    lambda: 8 * at("ncu_kernels_h200.json", "parameters", "n") ** 2 / 1e6,
 )
-_figures(
-    "04a",
-    "copy per block, one stream (profiling_h200.json overlap)",
-    lambda: overlap_per_block()[1],
-    "4.9 ms",
-)
-_figures(
-    "04a",
-    "two-stream model of the model answer: c + t + (blocks - 1) max(c, t)",
-    lambda: (lambda c, t, k: c + t + (k - 1) * max(c, t))(*overlap_per_block()),
-    "80 ms",
-)
-_figures(
-    "04a",
-    "two streams, wall time (profiling_h200.json overlap)",
-    lambda: profiling("overlap")["2_streams"]["wall_ms"],
-    "503 ms",
-)
-_figures(
-    "04a",
-    "two streams, GPU idle time (profiling_h200.json overlap summary)",
-    lambda: profiling("overlap")["2_streams"]["summary"]["idle_ms"],
-    "352 ms",
-)
-_figures(
-    "04a",
-    "one block of float32 rows (profiling_h200.json overlap n, block_rows)",
-    lambda: profiling("overlap")["block_rows"] * profiling("overlap")["n"] * 4 / 1e6,
-    "268 MB",
-)
-# chapter 4b: the reduction against copy and peak
-_figures("04b", "750 M float32 summed in chapter 6", lambda: 750_000_000 * 4 / 1e9, "3 GB")
-_figures(
+
+# Chapter 4a: timing, syncs, overlap (profiling_h200.json).
+for _quoted, _what, _value in [
+    ("0.81 ms", "wall clock without a sync", lambda: profiling("timing")["wall_no_sync_ms"]),
+    ("1.34 ms", "CUDA events", lambda: profiling("timing")["cuda_events_ms"]),
+    ("1.17 ×", "sync every step / sync once", lambda: syncs()[0] / syncs()[1]),
+    ("61 µs", "time per step without waits", lambda: syncs()[1] / syncs()[2] * 1e3),
+    (
+        "10 µs",
+        "extra time per step with a wait",
+        lambda: (lambda e, o, n: (e - o) / n * 1e3)(*syncs()),
+    ),
+    ("1.3 ms", "compute per block, one stream", lambda: overlap_per_block()[0]),
+    ("4.9 ms", "copy per block, one stream", lambda: overlap_per_block()[1]),
+    (
+        "80 ms",
+        "two-stream model of the model answer: c + t + (blocks - 1) max(c, t)",
+        lambda: (lambda c, t, k: c + t + (k - 1) * max(c, t))(*overlap_per_block()),
+    ),
+    ("503 ms", "two streams, wall time", lambda: profiling("overlap")["2_streams"]["wall_ms"]),
+    (
+        "352 ms",
+        "two streams, GPU idle time",
+        lambda: profiling("overlap")["2_streams"]["summary"]["idle_ms"],
+    ),
+    (
+        "268 MB",
+        "one block of float32 rows (overlap n x block_rows)",
+        lambda: profiling("overlap")["block_rows"] * profiling("overlap")["n"] * 4 / 1e6,
+    ),
+]:
+    figure("04a", _quoted, f"{_what} (profiling_h200.json)", _value)
+
+# Chapter 4b: the reductions against the copy and the peak (patterns_h200.json).
+figure("04b", "3 GB", "750 M float32 summed in chapter 6", lambda: 750_000_000 * 4 / 1e9)
+figure(
     "04b",
+    "4.33 TB/s",
     "chapter 6's sum on one GPU, bytes read per second (multigpu_h200.json)",
     chapter6_sum_tb_per_s,
-    "4.33 TB/s",
 )
-_figures(
-    "04b",
-    "cupy.sum, bytes read per second (patterns_h200.json)",
-    lambda: reduction("cupy.sum")["read_bytes_per_s"] / 1e12,
-    "4.18 TB/s",
-)
-_figures(
-    "04b",
-    "tree kernel, share of the copy's rate (patterns_h200.json)",
-    lambda: 100 * reduction("tree (shared memory)")["fraction_of_copy_bandwidth"],
-    "65 %",
-)
-_figures(
-    "04b",
-    "warp-shuffle kernel, share of the copy's rate (patterns_h200.json)",
-    lambda: 100 * reduction("warp shuffles")["fraction_of_copy_bandwidth"],
-    "66 %",
-)
-# chapter 5: batch size, input pipeline, precision
-_figures(
+for _quoted, _name, _field, _scale in [
+    ("4.18 TB/s", "cupy.sum", "read_bytes_per_s", 1e-12),
+    ("65 %", "tree (shared memory)", "fraction_of_copy_bandwidth", 100),
+    ("66 %", "warp shuffles", "fraction_of_copy_bandwidth", 100),
+]:
+    figure(
+        "04b",
+        _quoted,
+        f"{_name}: {_field} (patterns_h200.json)",
+        lambda n=_name, f=_field, s=_scale: reduction(n)[f] * s,
+    )
+
+# Chapter 5: batch size, input pipeline, precision (GPU runs of the CNN).
+for _quoted, _name, _batch, _precision in [
+    ("44,657 images/s", "cnn_h200_jax.json", 32, "mixed_bfloat16"),
+    ("43,678 images/s", "cnn_h200_jax.json", 32, "float32"),
+    ("1,469,781 images/s", "cnn_h200_jax.json", 16384, "mixed_bfloat16"),
+    ("1,419,812 images/s", "cnn_h200_jax.json", 8192, "mixed_bfloat16"),  # data on the GPU
+    ("65,107 images/s", "cnn_h200_jax_host_arrays.json", 8192, "mixed_bfloat16"),
+]:
+    figure(
+        "05",
+        _quoted,
+        f"batch {_batch}, {_precision} ({_name})",
+        lambda n=_name, b=_batch, p=_precision: cnn(n, b, p),
+    )
+figure(
     "05",
-    "batch 32, mixed bfloat16 (cnn_h200_jax.json)",
-    lambda: cnn("cnn_h200_jax.json", 32, "mixed_bfloat16"),
-    "44,657 images/s",
-)
-_figures(
-    "05",
-    "batch 32, float32 (cnn_h200_jax.json)",
-    lambda: cnn("cnn_h200_jax.json", 32, "float32"),
-    "43,678 images/s",
-)
-_figures(
-    "05",
-    "batch 16384, mixed bfloat16 (cnn_h200_jax.json)",
-    lambda: cnn("cnn_h200_jax.json", 16384, "mixed_bfloat16"),
-    "1,469,781 images/s",
-)
-_figures(
-    "05",
+    "33 ×",
     "batch 16384 over batch 32, both mixed bfloat16 (cnn_h200_jax.json)",
     lambda: (
         cnn("cnn_h200_jax.json", 16384, "mixed_bfloat16")
         / cnn("cnn_h200_jax.json", 32, "mixed_bfloat16")
     ),
-    "33 ×",
 )
-_figures(
-    "05",
-    "batch 8192, mixed bfloat16, data on the GPU (cnn_h200_jax.json)",
-    lambda: cnn("cnn_h200_jax.json", 8192, "mixed_bfloat16"),
-    "1,419,812 images/s",
-)
-_figures(
-    "05",
-    "batch 8192, mixed bfloat16, arrays from the host (cnn_h200_jax_host_arrays.json)",
-    lambda: cnn("cnn_h200_jax_host_arrays.json", 8192, "mixed_bfloat16"),
-    "65,107 images/s",
-)
-for _kind, _text in (
-    ("bf16_tensor_sparse", "1,979 TFLOPS"),
-    ("tf32_tensor_sparse", "989 TFLOPS"),
-    ("fp32", "67 TFLOPS"),
-):
-    _figures(
-        "05",
-        f"H200 SXM {_kind}, NVIDIA's figure (gpu_specs.json)",
-        lambda k=_kind: spec()["tflops"]["H200 SXM"][k],
-        _text,
-    )
-# chapter 6: what the mat-vec timing leaves out
-_figures(
+
+# Chapter 6: what the mat-vec timing leaves out (multigpu_h200.json).
+figure(
     "06",
-    "A of the mat-vec, float32 (multigpu_h200.json matvec n, m)",
-    lambda: (lambda mv: mv["n"] * mv["m"] * 4 / 1e9)(
-        result("multigpu_h200.json")["results"]["matvec"]
-    ),
     "12 GB",
+    "A of the mat-vec, float32 (multigpu_h200.json matvec n, m)",
+    lambda: (lambda mv: mv["n"] * mv["m"] * 4 / 1e9)(at("multigpu_h200.json", "results", "matvec")),
 )
-_figures(
+figure(
     "06",
-    "mat-vec on one GPU (multigpu_h200.json matvec)",
-    lambda: result("multigpu_h200.json")["results"]["matvec"]["times_s"]["1"] * 1e3,
     "2.9 ms",
-)
-_figures(
-    "06",
-    "pinned host-to-device copy (distance_chunked.json bandwidth)",
-    lambda: chunked()["bandwidth"]["h2d_pinned_gb_per_s"],
-    "55 GB/s",
+    "mat-vec on one GPU (multigpu_h200.json matvec)",
+    lambda: at("multigpu_h200.json", "results", "matvec", "times_s", "1") * 1e3,
 )
 
 
