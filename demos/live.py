@@ -17,8 +17,6 @@ them for BENCHMARKS.md).
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import time
@@ -33,12 +31,10 @@ __all__ = [
     "Reference",
     "Row",
     "Table",
-    "course_version",
     "gpu_name",
     "live_possible",
     "reference",
     "side_by_side",
-    "use_if_passed",
 ]
 
 LOG_ENV = "DEMOS_LIVE_LOG"
@@ -305,33 +301,3 @@ def _log(
     }
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps(entry) + "\n")
-
-
-# ------------------------------------------------------------- what the student wrote, if it works
-def course_version(name: str) -> Any:
-    """The course's model answer for *name* (a function or kernel), compiled from its source."""
-    from demos.checks import answer_source
-
-    namespace: dict[str, Any] = {}
-    exec(compile(answer_source(name), f"<course answer {name}>", "exec"), namespace)  # noqa: S102
-    return namespace[name]
-
-
-def use_if_passed(name: str, student: Any) -> Any:
-    """The student's *name* when it passes its check, else the course's version, saying so.
-
-    A later cell that runs what the student wrote (a kernel timed on the GPU, a
-    model of a pipeline) would otherwise print a wrong figure without a word.
-    """
-    from demos.checks import passes
-
-    with contextlib.redirect_stdout(io.StringIO()):
-        ok = passes(name, student)
-    if ok:
-        print(f"Using your {name} (it passed its check).")
-        return student
-    print(
-        f"Your {name} has not passed its check yet, so this cell uses the course's version "
-        f'(show_answer("{name}") prints it).'
-    )
-    return course_version(name)

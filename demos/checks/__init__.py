@@ -7,10 +7,14 @@ catch the usual mistakes and prints one line: a tick, or what went wrong
 raises, so a notebook with unfinished cells still runs top to bottom.
 ``show_answer("name")`` prints the model answer, kept once, in
 ``demos/checks/answers/<name>.py``; the tests run every check against it.
+A later cell that runs what the student wrote takes it through
+``use_if_passed("name", what_they_wrote)``: the course's version until it passes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -59,7 +63,15 @@ CHECKS: dict[str, tuple[str, Callable[[Any], str]]] = {
     "split_sum": ("06", multigpu_checks.split_sum),
 }
 
-__all__ = ["CHECKS", "answer_source", "check", "passes", "show_answer"]
+__all__ = [
+    "CHECKS",
+    "answer_source",
+    "check",
+    "course_version",
+    "passes",
+    "show_answer",
+    "use_if_passed",
+]
 
 
 def passes(name: str, student: Any) -> bool:
@@ -87,3 +99,28 @@ def answer_source(name: str) -> str:
 def show_answer(name: str) -> None:
     """Print the model answer for *name*. Try first: the check tells you what to fix."""
     print(answer_source(name))
+
+
+def course_version(name: str) -> Any:
+    """The course's model answer for *name* (a function or kernel), compiled from its source."""
+    namespace: dict[str, Any] = {}
+    exec(compile(answer_source(name), f"<course answer {name}>", "exec"), namespace)  # noqa: S102
+    return namespace[name]
+
+
+def use_if_passed(name: str, student: Any) -> Any:
+    """The student's *name* when it passes its check, else the course's version, saying so.
+
+    A later cell that runs what the student wrote (a kernel timed on the GPU, a
+    model of a pipeline) would otherwise print a wrong figure without a word.
+    """
+    with contextlib.redirect_stdout(io.StringIO()):
+        ok = passes(name, student)
+    if ok:
+        print(f"Using your {name} (it passed its check).")
+        return student
+    print(
+        f"Your {name} has not passed its check yet, so this cell uses the course's version "
+        f'(show_answer("{name}") prints it).'
+    )
+    return course_version(name)
