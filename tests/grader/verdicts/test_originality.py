@@ -23,7 +23,7 @@ import re
 import nbformat
 import pytest
 
-from grader.verdicts.originality import matches_course_code
+from grader.verdicts.originality import fingerprint, matches_course_code
 from helpers import ROOT
 
 TRANSFER_ASSIGNMENTS = ["kernel_patterns", "cupy_port", "multigpu"]
@@ -92,3 +92,11 @@ def test_the_check_sees_a_copied_answer() -> None:
     assert matches_course_code(copied[copied.index("@cuda.jit") :])
     lines = _code_lines(copied)
     assert sum(line in set(_code_lines(answer)) for line in lines) / len(lines) > 0.5
+
+
+def test_a_renamed_copy_of_course_code_is_recognised() -> None:
+    answer = (ROOT / "demos" / "checks" / "answers" / "histogram_shared.py").read_text()
+    renamed = answer.replace("local", "mine").replace("values", "vals")
+    assert fingerprint(renamed) == fingerprint(answer)
+    assert matches_course_code(renamed)
+    assert not matches_course_code("def closest(x):\n    return x.argmin(axis=1)\n")

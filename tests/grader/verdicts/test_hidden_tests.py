@@ -1,0 +1,37 @@
+"""grader.verdicts.hidden_tests: the hidden part of a test cell, and its verdict in the grader."""
+
+from __future__ import annotations
+
+from grader.verdicts.context import Submission
+from grader.verdicts.hidden_tests import judge, split_hidden
+from grader.verdicts.kernel_runner import KernelRunner
+from helpers import ROOT
+
+
+def test_hidden_part_is_split_from_the_visible_one() -> None:
+    visible, hidden = split_hidden(
+        "a = 1\n### BEGIN HIDDEN TESTS\nb = 2\n### END HIDDEN TESTS\nc = 3"
+    )
+    assert visible == "a = 1\nc = 3" and hidden == "b = 2"
+    assert split_hidden("a = 1") == ("a = 1", None)
+
+
+def test_a_renamed_copy_of_a_course_function_is_flagged_whatever_the_verdict() -> None:
+    answer = (ROOT / "demos" / "checks" / "answers" / "nearest_neighbour.py").read_text()
+    copied = answer.replace("nearest_neighbour", "closest").replace("x2", "norms")
+    submission = Submission(
+        ask_kernel=lambda request: {"defined": True, "course_code": False},
+        student_sources=[copied],
+        given_sources=[],
+        runner=KernelRunner(),
+    )
+    verdict = judge("grading.check(not grading.is_course_code(closest), 'own')", "t", submission)
+    assert verdict.passed and "closest has the structure of code the course ships" in verdict.flag
+    honest = Submission(
+        ask_kernel=lambda request: {"defined": True, "course_code": False},
+        student_sources=["def closest(x):\n    return x.argmin(axis=1)\n"],
+        given_sources=[],
+        runner=KernelRunner(),
+    )
+    verdict = judge("grading.check(not grading.is_course_code(closest), 'own')", "t", honest)
+    assert verdict.passed and verdict.flag is None
