@@ -145,7 +145,7 @@ def prepare(batch: Batch) -> Path:
     template.chmod(0o600)
     timeout = int(_course_config(batch.course).Execute.get("timeout", 60))
     batch.cell_budgets = cell_budgets.budgets_file(
-        batch.course, batch.assignment, batch.work, timeout
+        batch.course, batch.assignment, batch.work, timeout, bool(batch.gpu)
     )
     return template
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import shutil
 import tempfile
 from datetime import datetime
@@ -23,8 +24,10 @@ from pathlib import Path
 
 import nbformat
 
+from grader.sandbox import NO_GPU_ENVIRONMENT
+
 #: No cell is given less than this (seconds): start-up costs, a busy machine.
-FLOOR_SECONDS = 15
+FLOOR_SECONDS = 10
 #: A cell may take this many times what the solution took there...
 FACTOR = 6
 #: ...plus this much.
@@ -49,10 +52,11 @@ def _instant(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
-def measure(solution: Path, timeout: int) -> dict[str, float]:
+def measure(solution: Path, timeout: int, gpu: bool = True) -> dict[str, float]:
     """Seconds the solution notebook spends in each cell with a grade id (run here, now).
 
-    Only what the kernel runs when grading is timed: the hidden tests are left out.
+    Only what the kernel runs when grading is timed: the hidden tests are left
+    out; with *gpu* false the GPUs are hidden, as they are from the notebooks.
     """
     from jupyter_client import KernelManager
     from nbclient import NotebookClient
@@ -73,8 +77,9 @@ def measure(solution: Path, timeout: int) -> dict[str, float]:
         allow_errors=True,
         resources={"metadata": {"path": str(solution.parent)}},
     )
+    env = dict(os.environ) | ({} if gpu else NO_GPU_ENVIRONMENT)
     try:
-        client.execute()
+        client.execute(env=env)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     times = {}
@@ -86,7 +91,9 @@ def measure(solution: Path, timeout: int) -> dict[str, float]:
     return times
 
 
-def budgets_file(course: Path, assignment: str, work: Path, timeout: int) -> Path | None:
+def budgets_file(
+    course: Path, assignment: str, work: Path, timeout: int, gpu: bool = True
+) -> Path | None:
     """A JSON file of ``{grade_id: seconds}`` for *assignment*, measured once per solution version.
 
     ``None`` (every cell keeps *timeout*) when the solution cannot be run here.
@@ -95,10 +102,10 @@ def budgets_file(course: Path, assignment: str, work: Path, timeout: int) -> Pat
     if not solution.is_file():
         return None
     digest = hashlib.sha256(solution.read_bytes()).hexdigest()[:16]
-    target = work / f"cell-budgets-{digest}.json"
+    target = work / f"cell-budgets-{digest}-{'gpu' if gpu else 'no-gpu'}.json"
     if not target.is_file():
         try:
-            times = measure(solution, timeout)
+            times = measure(solution, timeout, gpu)
         except Exception as error:  # noqa: BLE001  (the solution failing here only costs speed)
             print(
                 f"grader: cell limits not measured ({type(error).__name__}); "

@@ -255,6 +255,10 @@ THREAD_VARIABLES = (
 )
 
 
+#: What a kernel that must not see the GPUs starts with (CUDA's and JAX's own switches).
+NO_GPU_ENVIRONMENT = {"CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu"}
+
+
 def kernel_environment(policy: Policy) -> dict[str, str]:
     """Variables the kernel starts with: its share of the cores, its HOME and, maybe, no GPU.
 
@@ -284,7 +288,7 @@ def kernel_environment(policy: Policy) -> dict[str, str]:
                 )
             )
     if not policy.gpu:
-        env |= {"CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu"}
+        env |= NO_GPU_ENVIRONMENT
     return env
 
 
