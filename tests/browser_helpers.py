@@ -41,6 +41,9 @@ class Lab:
             "JUPYTERLAB_WORKSPACES_DIR": str(tmp / f"workspaces-{mode}"),
             "JUPYTER_CONFIG_DIR": str(tmp / f"config-{mode}"),
             "NUMBA_ENABLE_CUDASIM": "1",
+            # A student edition shares this checkout's .venv: it must never reinstall the
+            # package from its throw-away folder into it (later tests would import that copy).
+            "COURSE_NO_INSTALL": "1",
         }
         # Every cell in the page (no windowing), so the test sees every prompt and output.
         tracker = (
