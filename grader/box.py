@@ -74,11 +74,19 @@ class Box:
         return reasons
 
 
-def open_box(limits: Policy, notebook_dir: Path, folder: Path, private: list[Path]) -> Box:
+def open_box(
+    limits: Policy,
+    notebook_dir: Path,
+    folder: Path,
+    private: list[Path],
+    kernel_cache: Path | None = None,
+) -> Box:
     """Make the box for one notebook in *folder* (made or emptied here), with *limits*.
 
     *private* folders (the course, the grading folder) are never put back into
-    the sandbox, even when they are on ``PYTHONPATH``.
+    the sandbox, even when they are on ``PYTHONPATH``. A *kernel_cache* (the
+    CuPy kernels compiled for the solution, :mod:`grader.cell_budgets`) is
+    copied into the kernel's HOME, where CuPy looks for it.
     """
     folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o711)  # the sandbox user passes through to runtime/, lists nothing
@@ -90,9 +98,14 @@ def open_box(limits: Policy, notebook_dir: Path, folder: Path, private: list[Pat
     left_out += _undo_followed_links(notebook_dir, runtime / "work")
     for name in ("home", "tmp"):
         (runtime / name).mkdir(mode=0o700)
+    if kernel_cache is not None:
+        (runtime / "home" / ".cupy").mkdir(mode=0o700)
+        copy_tree(kernel_cache, runtime / "home" / ".cupy" / "kernel_cache", owner=uid)
     if uid is not None:
         for path in (runtime, runtime / "home", runtime / "tmp"):
             os.chown(path, uid, uid)
+        if kernel_cache is not None:
+            os.chown(runtime / "home" / ".cupy", uid, uid)
     owner = uid if uid is not None else os.getpid()
     cgroup = cgroups.create(f"grader-{owner}", limits.memory_bytes)
     policy = dataclasses.replace(

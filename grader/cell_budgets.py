@@ -52,11 +52,14 @@ def _instant(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
-def measure(solution: Path, timeout: int, gpu: bool = True) -> dict[str, float]:
+def measure(
+    solution: Path, timeout: int, gpu: bool = True, kernel_cache: Path | None = None
+) -> dict[str, float]:
     """Seconds the solution notebook spends in each cell with a grade id (run here, now).
 
     Only what the kernel runs when grading is timed: the hidden tests are left
     out; with *gpu* false the GPUs are hidden, as they are from the notebooks.
+    CuPy keeps the kernels it compiles for the solution in *kernel_cache*.
     """
     from jupyter_client import KernelManager
     from nbclient import NotebookClient
@@ -78,6 +81,8 @@ def measure(solution: Path, timeout: int, gpu: bool = True) -> dict[str, float]:
         resources={"metadata": {"path": str(solution.parent)}},
     )
     env = dict(os.environ) | ({} if gpu else NO_GPU_ENVIRONMENT)
+    if kernel_cache is not None:
+        env["CUPY_CACHE_DIR"] = str(kernel_cache)
     try:
         client.execute(env=env)
     finally:
@@ -94,18 +99,25 @@ def measure(solution: Path, timeout: int, gpu: bool = True) -> dict[str, float]:
 def budgets_file(
     course: Path, assignment: str, work: Path, timeout: int, gpu: bool = True
 ) -> Path | None:
-    """A JSON file of ``{grade_id: seconds}`` for *assignment*, measured once per solution version.
+    """A JSON file of the limits for *assignment*, measured once per solution version.
 
+    It also names the folder of GPU kernels CuPy compiled for the solution
+    (``kernel_cache``): each notebook's sandbox starts with a copy of it
+    (:func:`grader.box.open_box`), so a notebook compiles only what the
+    solution did not, and nothing of another student's reaches it.
     ``None`` (every cell keeps *timeout*) when the solution cannot be run here.
     """
     solution = course / "solutions" / assignment / f"{assignment}.ipynb"
     if not solution.is_file():
         return None
     digest = hashlib.sha256(solution.read_bytes()).hexdigest()[:16]
-    target = work / f"cell-budgets-{digest}-{'gpu' if gpu else 'no-gpu'}.json"
+    name = f"cell-budgets-{digest}-{'gpu' if gpu else 'no-gpu'}"
+    target, kernel_cache = work / f"{name}.json", work / f"{name}-kernels"
     if not target.is_file():
+        shutil.rmtree(kernel_cache, ignore_errors=True)
+        kernel_cache.mkdir(mode=0o700, parents=True)
         try:
-            times = measure(solution, timeout, gpu)
+            times = measure(solution, timeout, gpu, kernel_cache)
         except Exception as error:  # noqa: BLE001  (the solution failing here only costs speed)
             print(
                 f"grader: cell limits not measured ({type(error).__name__}); "
@@ -113,8 +125,17 @@ def budgets_file(
             )
             return None
         limits = {grade_id: budget(seconds, timeout) for grade_id, seconds in times.items()}
-        target.write_text(json.dumps({"solution_seconds": times, "limits": limits}, indent=1))
+        record = {"solution_seconds": times, "limits": limits, "kernel_cache": str(kernel_cache)}
+        target.write_text(json.dumps(record, indent=1))
     return target
+
+
+def load_kernel_cache(path: str) -> Path | None:
+    """The compiled-kernel folder of a file :func:`budgets_file` wrote, if it has one."""
+    if not path:
+        return None
+    folder = json.loads(Path(path).read_text()).get("kernel_cache")
+    return Path(folder) if folder and Path(folder).is_dir() else None
 
 
 def load_limits(path: str) -> dict[str, int]:

@@ -109,8 +109,9 @@ class GuardedExecute(Execute):
     ).tag(config=True)
     cell_budgets = Unicode(
         "",
-        help="Per-cell time limits measured on the solution (grader.cell_budgets), written by "
-        "python -m grader; empty: every cell gets Execute.timeout.",
+        help="Per-cell time limits measured on the solution, and the GPU kernels CuPy compiled "
+        "for it (grader.cell_budgets), written by python -m grader; empty: every cell gets "
+        "Execute.timeout and each notebook compiles its own kernels.",
     ).tag(config=True)
     timings_file = Unicode(
         "",
@@ -164,7 +165,9 @@ class GuardedExecute(Execute):
             limits, folder = boxes.plain_setting(self._stack)
         # nbgrader runs in <course>/autograded/<student>/<assignment>: the course stays out.
         private = [Path.cwd(), *notebook_dir.parents[:3]]
-        self._box = boxes.open_box(limits, notebook_dir, folder, private)
+        self._box = boxes.open_box(
+            limits, notebook_dir, folder, private, cell_budgets.load_kernel_cache(self.cell_budgets)
+        )
         for left_out in self._box.left_out:
             record_flag("files", left_out)
         self.kernel_name = boxes.KERNEL_NAME
