@@ -2,7 +2,7 @@
 warp-shuffle block sum and a tiled matrix multiply.
 
 Each runs the student's kernel in the simulator on counted arrays (see
-:mod:`demos.patterns.checks`): a right answer is not enough, the kernel must also
+:mod:`demos.patterns.reports`): a right answer is not enough, the kernel must also
 use the pattern the cell teaches (no plain stores to the bins, each value read once,
 one global atomic per bin and block) and be right on a GPU, where the simulator's
 one-thread-at-a-time run hides races: two threads of a block updating one shared
@@ -27,9 +27,9 @@ from demos.checks._harness import (
     require_shared_memory,
     warp_error_text,
 )
-from demos.patterns import checks, matmul
-from demos.patterns.lesson import N_BINS, THREADS
+from demos.patterns import matmul, reports
 from demos.patterns.simwarp import WarpError
+from demos.patterns.sizes import N_BINS, THREADS
 
 BLOCKS, HISTOGRAM_THREADS = 2, 32  # the histogram checks' launch: fewer threads than values
 
@@ -66,7 +66,7 @@ def _histogram(kernel: Any, advice: dict[str, str]) -> tuple[dict, Any, str]:
     """Run the histogram check's launch; if the kernel counts one value per thread, once more with
     a thread for every value. Returns the report, its log and a note on the launch."""
     values = _values()
-    report, log = _run(checks.run_histogram, kernel, values, N_BINS, BLOCKS, HISTOGRAM_THREADS)
+    report, log = _run(reports.run_histogram, kernel, values, N_BINS, BLOCKS, HISTOGRAM_THREADS)
     _no_sync_problems(log, advice)
     wrong = _wrong_counts(report, values)
     if wrong is None:
@@ -79,7 +79,7 @@ def _histogram(kernel: Any, advice: dict[str, str]) -> tuple[dict, Any, str]:
     if counted == launched:  # one value per thread: try with a thread for every value
         blocks = math.ceil(len(values) / HISTOGRAM_THREADS)
         again, again_log = _run(
-            checks.run_histogram, kernel, values, N_BINS, blocks, HISTOGRAM_THREADS
+            reports.run_histogram, kernel, values, N_BINS, blocks, HISTOGRAM_THREADS
         )
         _no_sync_problems(again_log, advice)
         if _wrong_counts(again, values) is None:
@@ -150,7 +150,7 @@ def histogram_shared(kernel: Any) -> str:
 def warp_sum(kernel: Any) -> str:
     """One partial sum per block of ``THREADS``, each value read once, no race."""
     x = np.random.default_rng(4).random(300).astype(np.float32)
-    report, log = _run(checks.run_block_sum, kernel, x, 2, THREADS)
+    report, log = _run(reports.run_block_sum, kernel, x, 2, THREADS)
     _no_sync_problems(
         log,
         {
@@ -158,7 +158,7 @@ def warp_sum(kernel: Any) -> str:
             "cuda.syncthreads() before the first warp reads them.",
         },
     )
-    expected = checks.expected_block_sums(x, 2, THREADS)
+    expected = reports.expected_block_sums(x, 2, THREADS)
     if not np.allclose(report["partial"], expected, rtol=1e-5):
         raise CheckFailed(f"block sums {report['partial']} instead of {expected}.")
     if report["most_reads_of_a_value"] != 1:
@@ -222,7 +222,7 @@ def _matmul_failure(report: dict[str, Any], log: Any, what: str) -> str | None:
 
 def _counted_matmul(kernel: Any, a: np.ndarray, b: np.ndarray, tile: int, what: str) -> dict:
     try:
-        report, log = checks.run_matmul(kernel, a, b, tile, fill=SENTINEL)
+        report, log = reports.run_matmul(kernel, a, b, tile, fill=SENTINEL)
     except WarpError as exc:
         raise CheckFailed(f"{what}: {warp_error_text(exc)}") from None
     except IndexError as exc:

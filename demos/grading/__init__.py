@@ -9,7 +9,7 @@ rules on both (see :mod:`demos.cupy_standin`, here as ``standin``, and
 :mod:`.devices`). Importing :mod:`demos` (done here) switches Numba to its CUDA
 simulator when there is no GPU.
 
-Visible tests are built from :mod:`.checks` (seeded inputs, generic failure
+Visible tests are built from :mod:`.visible` (seeded inputs, generic failure
 messages) and :mod:`.watch` (what the student's code launched and called).
 Hidden tests do not run here at all: the grader runs them in its own process
 (``grader.verdicts``) and asks this kernel, through :mod:`.serve`, only to run
@@ -34,7 +34,6 @@ import demos  # noqa: F401  (enables the CUDA simulator when there is no GPU)
 from demos import cupy_standin as standin
 from demos import hardware
 from demos.distance.reference import reference_distance as reference_distances
-from demos.grading.checks import GradingFailure, assert_close, assert_equal, check, rng, seed_for
 from demos.grading.course_kernels import is_course_kernel
 from demos.grading.devices import (
     SIMULATED_DEVICE_COUNT,
@@ -43,6 +42,7 @@ from demos.grading.devices import (
     SimulatedDevice,
     devices,
 )
+from demos.grading.visible import GradingFailure, assert_close, assert_equal, check, rng, seed_for
 from demos.grading.watch import (
     GuardedOutput,
     Launch,

@@ -26,7 +26,7 @@ from demos import gpu_timer, hardware, live
 from demos.benchmarks import record
 from demos.kernel_testing import to_host
 from demos.live import Expect, Row, Table
-from demos.patterns import checks, matmul
+from demos.patterns import matmul, reports
 
 N = 4096  # the reference size: 64 MB per matrix, a few milliseconds per product on an H200
 QUICK_N = 512
@@ -183,8 +183,8 @@ def compare_loads(
     a = np.ones((tile, small), np.float32)
     b = np.ones((small, tile), np.float32)
     counted = {
-        "naive": checks.matmul_report(naive, a, b, tile)["loads_per_output"],
-        "tiled": checks.matmul_report(tiled, a, b, tile)["loads_per_output"],
+        "naive": reports.matmul_report(naive, a, b, tile)["loads_per_output"],
+        "tiled": reports.matmul_report(tiled, a, b, tile)["loads_per_output"],
     }
     predicted = {"naive": predicted_naive, "tiled": predicted_tiled}
     print(f"Global loads (elements of a and b) per element of c, TILE = {tile}:")

@@ -1,6 +1,9 @@
-"""The reference results of chapters 4a and 4b, and a helper for reading their timelines.
+"""Chapter 4a live beside the reference: its tables, its measurements, its reference results.
 
-:func:`reference` reads a shipped result or says how to make one. The immediate
+As :mod:`demos.multigpu.live` does for chapter 6: each ``*_TABLE`` is what
+:func:`demos.live.side_by_side` prints, :func:`measure` runs one part on this
+GPU, :func:`reference` reads a shipped result of chapters 4a and 4b or says how
+to make one, and :func:`intervals_of` reads a recorded timeline. The immediate
 checks of chapter 4a's "your turn" cells are in :mod:`demos.checks.profiling_checks`,
 with those of the other chapters.
 """

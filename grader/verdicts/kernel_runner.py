@@ -11,7 +11,7 @@ the same kernel gets the same verdict on a laptop and on a GPU node.
 Requests: ``define`` (the kernel's :meth:`KernelSource.as_plain`), ``launch``
 (grid, block and arguments: numbers, arrays, or ``{"$guarded": buffer,
 "pad": p}`` for an output surrounded by canaries), and ``report`` (one of the
-counted launches of :mod:`demos.patterns.checks`).
+counted launches of :mod:`demos.patterns.reports`).
 """
 
 from __future__ import annotations
@@ -159,14 +159,14 @@ class _Session:
         }
 
     def report(self, request: dict) -> dict:
-        from demos.patterns import checks
+        from demos.patterns import reports
 
         kernel = self.kernels[request["kernel"]]
         function = {
-            "histogram": checks.histogram_report,
-            "block_sum": checks.block_sum_report,
-            "weighted_histogram": checks.weighted_histogram_report,
-            "block_max": checks.block_max_report,
+            "histogram": reports.histogram_report,
+            "block_sum": reports.block_sum_report,
+            "weighted_histogram": reports.weighted_histogram_report,
+            "block_max": reports.block_max_report,
         }[request["kind"]]
         return {"report": function(kernel, *request["args"], **request.get("kwargs", {}))}
 

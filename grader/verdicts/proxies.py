@@ -163,7 +163,7 @@ class StudentKernel:
         return launch
 
     def report(self, kind: str, *args: Any, **kwargs: Any) -> dict:
-        """A counted launch of :mod:`demos.patterns.checks` (a kind the runner's table names)."""
+        """A counted launch of :mod:`demos.patterns.reports` (a kind the runner's table names)."""
         self._defined()
         reply = current().runner.request(
             op="report", kind=kind, kernel=self.name, args=list(args), kwargs=kwargs

@@ -19,7 +19,7 @@ from demos import checks, hardware, live, shipped_results
 from demos.lessons import coalescing, copies, distance_live, divergence, numpy_baseline
 from demos.multigpu import live as multigpu_live
 from demos.patterns import bench as patterns_bench
-from demos.profiling import lesson as profiling_lesson
+from demos.profiling import live as profiling_live
 
 TABLE = live.Table(
     "Two ways",
@@ -113,12 +113,12 @@ CHAPTER_TABLES = [
     (distance_live.TILED_TABLE, distance_live.reference_kernels(4096)),
     (distance_live.KERNELS_TABLE, distance_live.reference_kernels(16384)),
     (distance_live.CPU_TABLE, distance_live.reference_cpu_cores(4096)),
-    (profiling_lesson.TIMING_TABLE, live.reference("profiling_h200.json", "results", "timing")),
-    (profiling_lesson.SYNCS_TABLE, live.reference("profiling_h200.json", "results", "syncs")),
-    (profiling_lesson.PIPELINE_TABLE, live.reference("profiling_h200.json", "results", "pipeline")),
-    (profiling_lesson.OVERLAP_TABLE, live.reference("overlap_h200.json", "results", "overlap")),
-    (profiling_lesson.CHUNKED_TABLE, live.reference("distance_chunked.json", "results")),
-    (profiling_lesson.POOL_TABLE, live.reference("profiling_h200.json", "results", "pool")),
+    (profiling_live.TIMING_TABLE, live.reference("profiling_h200.json", "results", "timing")),
+    (profiling_live.SYNCS_TABLE, live.reference("profiling_h200.json", "results", "syncs")),
+    (profiling_live.PIPELINE_TABLE, live.reference("profiling_h200.json", "results", "pipeline")),
+    (profiling_live.OVERLAP_TABLE, live.reference("overlap_h200.json", "results", "overlap")),
+    (profiling_live.CHUNKED_TABLE, live.reference("distance_chunked.json", "results")),
+    (profiling_live.POOL_TABLE, live.reference("profiling_h200.json", "results", "pool")),
     (patterns_bench.RACY_TABLE, live.reference("patterns_h200.json", "results")),
     (patterns_bench.HISTOGRAM_TABLE, live.reference("patterns_h200.json", "results")),
     (patterns_bench.REDUCTION_TABLE, live.reference("patterns_h200.json", "results")),

@@ -1,6 +1,6 @@
 from numba import cuda, int32
 
-from demos.patterns.lesson import N_BINS
+from demos.patterns.sizes import N_BINS
 
 
 @cuda.jit

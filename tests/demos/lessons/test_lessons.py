@@ -78,7 +78,7 @@ def test_overlap_hides_most_of_the_copies_behind_compute() -> None:
     import cupy as cp
 
     from demos.profiling import bench as profiling_bench
-    from demos.profiling.lesson import OVERLAP_TABLE
+    from demos.profiling.live import OVERLAP_TABLE
 
     result = profiling_bench.overlap(cp, chunk_bytes=16 * 2**20, chunks=8)
     assert result["correct"]

@@ -2,7 +2,7 @@
 
 The assignment's hidden tests may assert ``racy_shared_writes == 0``,
 ``racy_shared_reads == 0``, ``uninitialised_shared_reads == 0`` and
-``blocks_with_uneven_barriers == 0`` (see :func:`demos.patterns.checks.synchronisation`):
+``blocks_with_uneven_barriers == 0`` (see :func:`demos.patterns.reports.synchronisation`):
 a right submission must pass them, so the model answers here must. Instructors only
 (it reads the solutions); skipped when the solution cells are not the ones it knows.
 """
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import demos.patterns  # noqa: F401  (adds warp shuffles to the simulator)
-from demos.patterns import checks
+from demos.patterns import reports
 from helpers import ROOT
 
 
@@ -47,15 +47,15 @@ def test_the_assignments_model_kernels_have_no_race_and_even_barriers() -> None:
     if not {"histogram_kernel", "block_max_kernel", "BLOCK"} <= found.keys():
         pytest.skip("the kernel_patterns solution cells are not the ones this test knows")
     block, rng = int(found["BLOCK"]), np.random.default_rng(7)
-    values, weights = checks.weighted_measurements(
+    values, weights = reports.weighted_measurements(
         rng, 400, int(found["N_BINS"]), float(found["LOW"]), float(found["WIDTH"])
     )
-    hist = checks.weighted_histogram_report(
+    hist = reports.weighted_histogram_report(
         found["histogram_kernel"], values, weights, int(found["N_BINS"]), 3, block
     )
     x = (rng.normal(size=600) - 10).astype(np.float32)
-    tree = checks.block_max_report(found["block_max_kernel"], x, 3, block)
-    np.testing.assert_array_equal(tree["maxima"], checks.expected_block_maxima(x, 3, block))
+    tree = reports.block_max_report(found["block_max_kernel"], x, 3, block)
+    np.testing.assert_array_equal(tree["maxima"], reports.expected_block_maxima(x, 3, block))
     for report in (hist, tree):
         assert report["racy_shared_writes"] == report["racy_shared_reads"] == 0
         assert report["uninitialised_shared_reads"] == 0
@@ -109,14 +109,14 @@ def test_the_assignment_reports_see_what_the_simulator_hides() -> None:
     exec("import math\nfrom numba import cuda, float32", namespace)  # noqa: S102
     exec(_RACY_WEIGHTED + _UNEVEN_MAX, namespace)  # noqa: S102 - test kernels
     rng = np.random.default_rng(9)
-    values, weights = checks.weighted_measurements(rng, 300, 16, -2.0, 0.25)
-    hist = checks.weighted_histogram_report(
+    values, weights = reports.weighted_measurements(rng, 300, 16, -2.0, 0.25)
+    hist = reports.weighted_histogram_report(
         namespace["histogram_kernel"], values, weights, 16, 2, 64
     )
     expected = np.histogram(values, bins=16, range=(-2.0, 2.0), weights=weights)[0]
     np.testing.assert_allclose(hist["totals"], expected, rtol=1e-4, atol=1e-4)
     assert hist["racy_shared_writes"] > 0 and hist["blocks_with_uneven_barriers"] == 0
     x = (rng.normal(size=500) - 10).astype(np.float32)
-    tree = checks.block_max_report(namespace["block_max_kernel"], x, 3, 64)
-    np.testing.assert_array_equal(tree["maxima"], checks.expected_block_maxima(x, 3, 64))
+    tree = reports.block_max_report(namespace["block_max_kernel"], x, 3, 64)
+    np.testing.assert_array_equal(tree["maxima"], reports.expected_block_maxima(x, 3, 64))
     assert tree["blocks_with_uneven_barriers"] == 3 and tree["racy_shared_writes"] == 0

@@ -19,7 +19,7 @@ import pytest
 
 import demos.patterns  # noqa: F401  (the simulator's own shared buffers)
 from demos import hardware, live, provenance, shipped_results
-from demos.patterns import checks, matmul, matmul_bench
+from demos.patterns import matmul, matmul_bench, reports
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -53,8 +53,8 @@ def test_bad_input_gets_one_clear_sentence() -> None:
 def test_counted_loads_are_the_ones_the_chapter_states() -> None:
     tile, k = 8, 32
     a, b = np.ones((tile, k), np.float32), np.ones((k, 2 * tile), np.float32)
-    naive = checks.matmul_report(matmul.naive_matmul_kernel(), a, b, tile)
-    tiled = checks.matmul_report(matmul.tiled_matmul_kernel(tile), a, b, tile)
+    naive = reports.matmul_report(matmul.naive_matmul_kernel(), a, b, tile)
+    tiled = reports.matmul_report(matmul.tiled_matmul_kernel(tile), a, b, tile)
     for report in (naive, tiled):
         np.testing.assert_array_equal(report["product"], a @ b)
         assert report["writes_to_c"] == a.shape[0] * b.shape[1]
@@ -67,7 +67,7 @@ def test_counted_loads_are_the_ones_the_chapter_states() -> None:
 
 def test_the_tiled_kernel_has_two_barriers_per_step_and_no_race() -> None:
     a, b = np.ones((9, 20), np.float32), np.ones((20, 11), np.float32)
-    report = checks.matmul_report(matmul.tiled_matmul_kernel(8), a, b, 8)
+    report = reports.matmul_report(matmul.tiled_matmul_kernel(8), a, b, 8)
     steps = math.ceil(20 / 8)
     assert report["tile_steps"] == steps
     assert report["fewest_barriers_per_thread"] == report["most_barriers_per_thread"] == 2 * steps

@@ -18,7 +18,7 @@ from numba import cuda
 
 import demos.patterns  # noqa: F401  (adds warp shuffles to the simulator)
 from demos import grading, hardware
-from demos.patterns import checks, kernels
+from demos.patterns import kernels, reports
 from helpers import ROOT
 
 
@@ -51,10 +51,10 @@ def test_bad_input_gets_one_clear_sentence() -> None:
 
 def test_counting_tells_the_histograms_apart(rng: np.random.Generator) -> None:
     values = rng.integers(0, 8, 300).astype(np.int32)
-    atomic = checks.histogram_report(
+    atomic = reports.histogram_report(
         kernels.histogram_global_atomic, values, 8, blocks=2, threads=32
     )
-    shared = checks.histogram_report(
+    shared = reports.histogram_report(
         kernels.histogram_shared_kernel(8), values, 8, blocks=2, threads=32
     )
     for report in (atomic, shared):
@@ -68,19 +68,19 @@ def test_counting_tells_the_histograms_apart(rng: np.random.Generator) -> None:
 
 def test_counting_sees_plain_writes_of_the_racy_kernel(rng: np.random.Generator) -> None:
     values = rng.integers(0, 8, 100).astype(np.int32)
-    report = checks.histogram_report(kernels.histogram_racy, values, 8, blocks=1, threads=32)
+    report = reports.histogram_report(kernels.histogram_racy, values, 8, blocks=1, threads=32)
     assert report["plain_writes_to_bins"] == len(values) and report["atomics_on_bins"] == 0
 
 
 def test_counting_tells_the_sums_apart(rng: np.random.Generator) -> None:
     x = rng.random(900).astype(np.float32)
-    tree = checks.block_sum_report(
+    tree = reports.block_sum_report(
         kernels.tree_sum_kernel("float32"), x, blocks=2, threads=kernels.BLOCK
     )
-    warp = checks.block_sum_report(
+    warp = reports.block_sum_report(
         kernels.warp_sum_kernel("float32"), x, blocks=2, threads=kernels.BLOCK
     )
-    expected = checks.expected_block_sums(x, 2, kernels.BLOCK)
+    expected = reports.expected_block_sums(x, 2, kernels.BLOCK)
     for report in (tree, warp):
         np.testing.assert_allclose(report["partial"], expected, rtol=1e-5)
         assert report["most_reads_of_a_value"] == 1 and report["writes_to_partial"] == 2
@@ -95,7 +95,7 @@ def test_a_value_read_twice_is_seen(rng: np.random.Generator) -> None:
         if i < values.shape[0]:
             cuda.atomic.add(partial, 0, values[i] + values[i] * 0)
 
-    report = checks.block_sum_report(
+    report = reports.block_sum_report(
         reads_twice, rng.random(40).astype(np.float32), blocks=1, threads=64
     )
     assert report["most_reads_of_a_value"] == 2 and report["atomics"] == 40
@@ -134,11 +134,11 @@ import json
 import numpy as np
 import demos
 from demos import hardware
-from demos.patterns import checks, kernels
+from demos.patterns import kernels, reports
 assert not hardware.simulator_enabled()
 values = np.random.default_rng(5).integers(0, 16, 300).astype(np.int32)
-hist = checks.histogram_report(kernels.histogram_shared_kernel(16), values, 16, 2, 64)
-sums = checks.block_sum_report(kernels.warp_sum_kernel("float32"), np.ones(500, np.float32), 2, 256)
+hist = reports.histogram_report(kernels.histogram_shared_kernel(16), values, 16, 2, 64)
+sums = reports.block_sum_report(kernels.warp_sum_kernel("float32"), np.ones(500, np.float32), 2, 256)
 print(json.dumps({"hist": {k: v for k, v in hist.items() if k != "counts"}, "counts": hist["counts"].tolist(),
                   "sums": sums["partial"].tolist(), "barriers": sums["barriers_per_thread"]}))
 """  # noqa: E501
@@ -170,8 +170,8 @@ def test_counts_are_the_same_for_compiled_kernels(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     compiled = json.loads(proc.stdout.strip().splitlines()[-1])
     values = np.random.default_rng(5).integers(0, 16, 300).astype(np.int32)
-    hist = checks.histogram_report(kernels.histogram_shared_kernel(16), values, 16, 2, 64)
-    sums = checks.block_sum_report(
+    hist = reports.histogram_report(kernels.histogram_shared_kernel(16), values, 16, 2, 64)
+    sums = reports.block_sum_report(
         kernels.warp_sum_kernel("float32"), np.ones(500, np.float32), 2, 256
     )
     assert compiled["counts"] == hist["counts"].tolist()
@@ -186,8 +186,8 @@ _REPORTS_ON_EXEC_KERNELS = """
 import json, sys
 import numpy as np
 import demos
-from demos.patterns import checks
-assert "demos.grading" not in sys.modules, "demos.patterns.checks must not import demos.grading"
+from demos.patterns import reports
+assert "demos.grading" not in sys.modules, "demos.patterns.reports must not import demos.grading"
 namespace = {"__name__": "student_submission"}
 exec('''
 from numba import cuda, float32, int32
@@ -223,9 +223,9 @@ def block_sum_kernel(values, partial):
 ''', namespace)
 values = np.random.default_rng(0).integers(0, 16, 300).astype(np.int32)
 x = np.random.default_rng(1).random(500).astype(np.float32)
-hist = checks.histogram_report(namespace["histogram_kernel"], values, 16, blocks=3, threads=64)
-sums = checks.block_sum_report(namespace["block_sum_kernel"], x, blocks=3, threads=64)
-expected = checks.expected_block_sums(x, 3, 64)
+hist = reports.histogram_report(namespace["histogram_kernel"], values, 16, blocks=3, threads=64)
+sums = reports.block_sum_report(namespace["block_sum_kernel"], x, blocks=3, threads=64)
+expected = reports.expected_block_sums(x, 3, 64)
 plain = (int, float, np.ndarray)
 print(json.dumps({
     "types": sorted({type(v).__name__ for r in (hist, sums) for v in r.values()}),

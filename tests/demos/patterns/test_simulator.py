@@ -18,10 +18,10 @@ from numba import cuda, float64
 
 import demos.patterns  # noqa: F401  (gives the simulator its warp collectives)
 from demos.checks import passes
-from demos.patterns import checks
-from demos.patterns.lesson import N_BINS
+from demos.patterns import reports
 from demos.patterns.simulator import AccessLog, simulated
 from demos.patterns.simwarp import WarpError
+from demos.patterns.sizes import N_BINS
 
 
 def _defined(source: str, name: str) -> object:
@@ -47,7 +47,7 @@ def _run(kernel, grid, block, *args) -> AccessLog:
 # -- kernels with the mistakes (as a student writes them) and their right variants
 
 RACY_SHARED_HISTOGRAM = """
-from demos.patterns.lesson import N_BINS
+from demos.patterns.sizes import N_BINS
 @cuda.jit
 def histogram_shared(values, bins):
     local = cuda.shared.array(N_BINS, int32)
@@ -63,7 +63,7 @@ def histogram_shared(values, bins):
 """
 
 UNZEROED_SHARED_HISTOGRAM = """
-from demos.patterns.lesson import N_BINS
+from demos.patterns.sizes import N_BINS
 @cuda.jit
 def histogram_shared(values, bins):
     local = cuda.shared.array(N_BINS, int32)
@@ -76,7 +76,7 @@ def histogram_shared(values, bins):
 """
 
 ONE_PER_THREAD_SHARED_HISTOGRAM = """
-from demos.patterns.lesson import N_BINS
+from demos.patterns.sizes import N_BINS
 @cuda.jit
 def histogram_shared(values, bins):
     local = cuda.shared.array(N_BINS, int32)
@@ -224,7 +224,7 @@ HALF_WARP_SHUFFLE = WARP_SUM.format(
 
 def test_a_racy_shared_increment_is_a_race_and_atomics_are_not() -> None:
     values = np.random.default_rng(1).integers(0, N_BINS, 200).astype(np.int32)
-    racy = checks.histogram_report(
+    racy = reports.histogram_report(
         _defined(RACY_SHARED_HISTOGRAM, "histogram_shared"), values, N_BINS, 2, 32
     )
     np.testing.assert_array_equal(racy["counts"], np.bincount(values, minlength=N_BINS))
@@ -236,13 +236,13 @@ def test_the_model_kernels_have_no_race_and_even_barriers() -> None:
     from demos.patterns import kernels
 
     for kernel in (kernels.histogram_shared_kernel(N_BINS), kernels.histogram_global_atomic):
-        report = checks.histogram_report(kernel, values, N_BINS, 2, 32)
+        report = reports.histogram_report(kernel, values, N_BINS, 2, 32)
         assert report["racy_shared_writes"] == report["racy_shared_reads"] == 0
         assert report["uninitialised_shared_reads"] == report["blocks_with_uneven_barriers"] == 0
         assert report["fewest_barriers_per_thread"] == report["most_barriers_per_thread"]
     x = np.random.default_rng(3).random(700).astype(np.float32)
     for kernel in (kernels.tree_sum_kernel("float32"), kernels.warp_sum_kernel("float32")):
-        report = checks.block_sum_report(kernel, x, 2, kernels.BLOCK)
+        report = reports.block_sum_report(kernel, x, 2, kernels.BLOCK)
         assert report["racy_shared_writes"] == report["racy_shared_reads"] == 0
         assert report["blocks_with_uneven_barriers"] == 0
         assert report["threads_launched"] == 2 * kernels.BLOCK
@@ -250,14 +250,14 @@ def test_the_model_kernels_have_no_race_and_even_barriers() -> None:
 
 def test_a_barrier_inside_an_if_is_uneven_and_a_missing_one_is_a_race() -> None:
     x = np.random.default_rng(4).random(100)
-    inside = checks.block_sum_report(_defined(BARRIER_INSIDE_IF, "block_sum_kernel"), x, 2, 64)
-    np.testing.assert_allclose(inside["partial"], checks.expected_block_sums(x, 2, 64))
+    inside = reports.block_sum_report(_defined(BARRIER_INSIDE_IF, "block_sum_kernel"), x, 2, 64)
+    np.testing.assert_allclose(inside["partial"], reports.expected_block_sums(x, 2, 64))
     assert inside["blocks_with_uneven_barriers"] == 2
     assert (inside["fewest_barriers_per_thread"], inside["most_barriers_per_thread"]) == (1, 7)
-    after = checks.block_sum_report(_defined(BARRIER_AFTER_IF, "block_sum_kernel"), x, 2, 64)
+    after = reports.block_sum_report(_defined(BARRIER_AFTER_IF, "block_sum_kernel"), x, 2, 64)
     assert after["blocks_with_uneven_barriers"] == 0 and after["racy_shared_reads"] == 0
     assert after["fewest_barriers_per_thread"] == after["most_barriers_per_thread"] == 7
-    missing = checks.block_sum_report(_defined(NO_BARRIER_IN_LOOP, "block_sum_kernel"), x, 2, 64)
+    missing = reports.block_sum_report(_defined(NO_BARRIER_IN_LOOP, "block_sum_kernel"), x, 2, 64)
     assert missing["racy_shared_reads"] > 0
 
 
@@ -348,7 +348,7 @@ def test_two_shared_arrays_on_one_line_get_their_own_buffers() -> None:
 
 def test_uninitialised_shared_memory_is_seen_and_not_zero() -> None:
     values = np.random.default_rng(5).integers(0, N_BINS, 100).astype(np.int32)
-    report = checks.histogram_report(
+    report = reports.histogram_report(
         _defined(UNZEROED_SHARED_HISTOGRAM, "histogram_shared"), values, N_BINS, 2, 32
     )
     assert report["uninitialised_shared_reads"] > 0
@@ -357,7 +357,7 @@ def test_uninitialised_shared_memory_is_seen_and_not_zero() -> None:
 
 def test_every_atomic_function_counts_as_an_atomic() -> None:
     values = np.random.default_rng(6).integers(0, N_BINS, 120).astype(np.int32)
-    report = checks.histogram_report(
+    report = reports.histogram_report(
         _defined(INC_HISTOGRAM, "histogram_atomic"), values, N_BINS, 2, 32
     )
     np.testing.assert_array_equal(report["counts"], np.bincount(values, minlength=N_BINS))

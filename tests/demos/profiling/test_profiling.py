@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from demos import hardware
-from demos.profiling import lesson, ncu, timeline
+from demos.profiling import live, ncu, timeline
 from demos.profiling.sync_counter import SyncCountingModule, counting_module
 from helpers import ROOT
 
@@ -144,7 +144,7 @@ def test_benchmarks_refuse_clearly_without_a_gpu(tmp_path: Path) -> None:
 
 
 def test_missing_reference_is_announced(capsys: pytest.CaptureFixture[str]) -> None:
-    assert lesson.reference("no_such_reference") is None
+    assert live.reference("no_such_reference") is None
     assert (
         "No reference result demos/results/no_such_reference.json is shipped"
         in capsys.readouterr().out
