@@ -90,32 +90,6 @@ def reference_json(name: str) -> Any:
     return load_reference(f"results/{name}")
 
 
-def lesson(name: str) -> dict[str, Any] | None:
-    """One measured lesson from ``demos/results/lessons.json``, or None with the reason printed.
-
-    The file names the machine it was measured on; a lesson that machine could
-    not run (no GPU) is reported as such instead of showing made-up numbers.
-    """
-    data = reference_json("lessons.json")
-    if data is None:
-        return None
-    gpus = data["environment"].get("gpus") or []
-    machine = (
-        ", ".join(g["name"] for g in gpus)
-        or f"a machine without a GPU ({data['environment']['processor']})"
-    )
-    entry = data["results"].get(name)
-    if entry is None or "skipped" in entry:
-        why = entry["skipped"] if entry else "not measured"
-        print(
-            f"The reference run on {machine} has no '{name}' numbers ({why}). "
-            "Run `python -m demos bench lessons` on a GPU to measure them."
-        )
-        return None
-    print(f"Measured on {machine} ({data['environment']['date'][:10]}):")
-    return entry
-
-
 def distance_times(kind: str = "host_to_host") -> dict[str, dict[int, float]]:
     """Median seconds per backend and size from ``demos/results/distance.json``.
 
