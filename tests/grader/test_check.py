@@ -1,4 +1,9 @@
-"""grader.check: the scan of student code before grading, and a submission against the gradebook."""
+"""grader.check: the scan of student code before grading, and a submission against the gradebook.
+
+The check of a submission also runs against a gradebook made by ``nbgrader
+generate_assignment`` for every assignment: honest notebooks get no flag, a
+changed given cell and the student's own forbidden code do.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,15 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from nbgrader_driver import (
+    ASSIGNMENTS,
+    NEW_ASSIGNMENTS,
+    assert_all_succeeded,
+    make_course,
+    run_nbgrader,
+)
 
-from grader.check import scan_code
+from grader.check import check_submission, scan_code
 from helpers import ROOT
 
 
@@ -119,3 +131,151 @@ def test_check_submission_flags_and_repairs(tmp_path: Path) -> None:
     ]
     assert not path.exists()
     assert check_submission(tmp_path / "nothing", "simt", db) == ["missing notebook simt.ipynb"]
+
+
+ALL_ASSIGNMENTS = [*ASSIGNMENTS, *NEW_ASSIGNMENTS]
+
+
+@pytest.fixture(scope="module")
+def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The gradebook ``nbgrader generate_assignment`` makes for every assignment (once)."""
+    root = make_course(tmp_path_factory.mktemp("check"))
+    assert_all_succeeded(run_nbgrader(root, [["generate_assignment", a] for a in ALL_ASSIGNMENTS]))
+    return root / "gradebook.db"
+
+
+def _read(folder: str, assignment: str) -> nbformat.NotebookNode:
+    return nbformat.read(ROOT / folder / assignment / f"{assignment}.ipynb", as_version=4)
+
+
+def _grade_id(cell: nbformat.NotebookNode) -> str | None:
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def _index(nb: nbformat.NotebookNode, grade_id: str) -> int:
+    return next(i for i, c in enumerate(nb.cells) if _grade_id(c) == grade_id)
+
+
+def _worked(assignment: str) -> nbformat.NotebookNode:
+    """What an honest student hands in: the release, answered, run, with cells of their own.
+
+    The answers are the instructor's without the solution markers; the given
+    cells come back from an editor with a final newline added, every code cell
+    has run, and the student added a note and a cell of their own.
+    """
+    nb = _read("exercises", assignment)
+    answers = {_grade_id(c): c.source for c in _read("solutions", assignment).cells if _grade_id(c)}
+    for count, cell in enumerate(nb.cells, 1):
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            lines = answers[meta["grade_id"]].splitlines()
+            cell.source = "\n".join(line for line in lines if " SOLUTION" not in line)
+        elif meta.get("grade_id"):
+            cell.source = cell.source.rstrip() + "\n"
+        if cell.cell_type == "code":
+            cell.execution_count = count
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="ok\n")]
+    own = nbformat.v4.new_code_cell(
+        "import numpy as np\nfrom demos import grading\n\nprint(np.__version__, grading.rng('x'))"
+    )
+    nb.cells[2:2] = [nbformat.v4.new_markdown_cell("My notes: try a smaller block."), own]
+    return nb
+
+
+def _submit(tmp_path: Path, assignment: str, nb: nbformat.NotebookNode) -> Path:
+    folder = tmp_path / "submitted" / assignment
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / f"{assignment}.ipynb")
+    return folder
+
+
+def _flags(tmp_path: Path, nb: nbformat.NotebookNode, template_db: Path) -> list[str]:
+    """The check's flags for *nb* handed in as kernel_patterns."""
+    return check_submission(
+        _submit(tmp_path, "kernel_patterns", nb), "kernel_patterns", template_db
+    )
+
+
+def test_every_assignment_is_checked() -> None:
+    assert sorted(ALL_ASSIGNMENTS) == sorted(p.name for p in (ROOT / "solutions").iterdir())
+
+
+@pytest.mark.parametrize("handed_in", ["solution", "blank", "worked"])
+@pytest.mark.parametrize("assignment", ALL_ASSIGNMENTS)
+def test_honest_submission_has_no_flags(
+    template_db: Path, tmp_path: Path, assignment: str, handed_in: str
+) -> None:
+    """The instructor's notebook, the release unchanged and a student's own answers: no flag.
+
+    The given cells (set-up cells that import course helpers, the tests) are
+    compared with the release, not read as the student's code.
+    """
+    nb = {
+        "solution": lambda: _read("solutions", assignment),
+        "blank": lambda: _read("exercises", assignment),
+        "worked": lambda: _worked(assignment),
+    }[handed_in]()
+    assert check_submission(_submit(tmp_path, assignment, nb), assignment, template_db) == []
+
+
+@pytest.mark.parametrize(
+    "grade_id, edit",
+    [
+        ("pat-setup", lambda source: source + "\nimport subprocess"),  # a locked code cell
+        ("pat-test-max", lambda source: "pass"),  # an autograder test
+        ("pat-task1", lambda source: source.replace("5 points", "50 points")),  # a task text
+    ],
+)
+def test_changed_given_cell_is_flagged(
+    template_db: Path, tmp_path: Path, grade_id: str, edit
+) -> None:
+    """A changed given cell is one flag: nbgrader grades the released source, never this code."""
+    nb = _read("solutions", "kernel_patterns")
+    index = _index(nb, grade_id)
+    nb.cells[index].source = edit(nb.cells[index].source)
+    flags = _flags(tmp_path, nb, template_db)
+    assert flags == [f"cell {index + 1} (grade id {grade_id}) given by the assignment was changed"]
+
+
+def test_deleted_given_cell_is_flagged(template_db: Path, tmp_path: Path) -> None:
+    nb = _read("exercises", "kernel_patterns")
+    del nb.cells[_index(nb, "pat-setup")]
+    flags = _flags(tmp_path, nb, template_db)
+    assert flags == ["missing grade ids ['pat-setup']"]
+
+
+def test_forbidden_import_in_the_students_own_cell_is_flagged(
+    template_db: Path, tmp_path: Path
+) -> None:
+    """The set-up cell may import course helpers; a cell the student adds may not."""
+    nb = _read("solutions", "kernel_patterns")
+    nb.cells.insert(3, nbformat.v4.new_code_cell("from demos.patterns.bench import event_ms"))
+    flags = _flags(tmp_path, nb, template_db)
+    assert flags == ["cell 4: imports demos.patterns.bench from the course package"]
+
+
+def test_answer_cells_are_scanned_whatever_their_metadata_says(
+    template_db: Path, tmp_path: Path
+) -> None:
+    """Which cells are answers comes from the gradebook: unmarking one does not hide it."""
+    nb = _read("solutions", "kernel_patterns")
+    index = _index(nb, "pat-max")
+    nb.cells[index].source = "from demos.patterns.kernels import tree_sum_kernel\n"
+    nb.cells[index].metadata["nbgrader"]["solution"] = False
+    flags = _flags(tmp_path, nb, template_db)
+    assert flags == [f"cell {index + 1}: imports demos.patterns.kernels from the course package"]
+
+
+def test_later_copy_of_a_given_cell_is_scanned(template_db: Path, tmp_path: Path) -> None:
+    """A later copy of a given cell runs as the student's code once repaired, so it is read."""
+    nb = _read("exercises", "kernel_patterns")
+    index = _index(nb, "pat-setup")
+    copy = nbformat.from_dict(nb.cells[index])
+    copy.id, copy.source = "split-copy", "import subprocess"
+    nb.cells.insert(index + 1, copy)
+    flags = _flags(tmp_path, nb, template_db)
+    assert flags == [
+        f"cell {index + 2}: imports subprocess",
+        f"cell {index + 2}: starts processes",
+        "duplicated grade ids ['pat-setup'] (a split cell?): later copies graded as plain cells",
+    ]
