@@ -9,16 +9,18 @@ function's body refers to. Nothing here executes a line of the student's code.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 
 
-def _parsed(sources: list[str]) -> list[ast.Module]:
-    trees = []
+def _statements(sources: list[str]) -> Iterator[ast.stmt]:
+    """The top-level statements of the cells in *sources*, in order; a cell that does not
+    parse gives none."""
     for source in sources:
         try:
-            trees.append(ast.parse(source))
+            tree = ast.parse(source)
         except SyntaxError:
             continue
-    return trees
+        yield from tree.body
 
 
 def dotted_name(node: ast.AST) -> list[str] | None:
@@ -39,44 +41,34 @@ def is_cuda_jit(decorator: ast.expr) -> bool:
 def literal_constants(sources: list[str]) -> dict[str, int | float | bool]:
     """Top-level ``NAME = <number>`` assignments of *sources* (cells), the last one winning."""
     found: dict[str, int | float | bool] = {}
-    for source in sources:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target = node.targets[0]
-                if isinstance(target, ast.Name):
-                    try:
-                        value = ast.literal_eval(node.value)
-                    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                        found.pop(target.id, None)
-                        continue
-                    if type(value) in (int, float, bool):
-                        found[target.id] = value
-                    else:
-                        found.pop(target.id, None)
+    for node in _statements(sources):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                try:
+                    value = ast.literal_eval(node.value)
+                except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                    found.pop(target.id, None)
+                    continue
+                if type(value) in (int, float, bool):
+                    found[target.id] = value
+                else:
+                    found.pop(target.id, None)
     return found
 
 
 def definitions(sources: list[str]) -> dict[str, ast.FunctionDef]:
     """The last top-level ``def`` of each name in *sources* (cells in order)."""
     found: dict[str, ast.FunctionDef] = {}
-    for source in sources:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.FunctionDef):
-                found[node.name] = node
-            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for target in targets:
-                    for name in ast.walk(target):
-                        if isinstance(name, ast.Name):
-                            found.pop(name.id, None)  # rebound to something else
+    for node in _statements(sources):
+        if isinstance(node, ast.FunctionDef):
+            found[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        found.pop(name.id, None)  # rebound to something else
     return found
 
 
@@ -91,33 +83,23 @@ def is_kernel_definition(name: str, sources: list[str]) -> bool:
 def defined_names(sources: list[str]) -> set[str]:
     """Names the cells bind at top level (functions, classes, assignments, imports)."""
     names: set[str] = set()
-    for source in sources:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                names.add(node.name)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                names.update((a.asname or a.name).split(".")[0] for a in node.names)
-            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    for node in _statements(sources):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
     return names
 
 
 def reads_name(sources: list[str], function: str, name: str) -> bool:
     """True if the last top-level ``def function`` in *sources* reads the global *name*."""
     found = None
-    for source in sources:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
-        found = next(
-            (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function), found
-        )
+    for node in _statements(sources):
+        if isinstance(node, ast.FunctionDef) and node.name == function:
+            found = node
     return found is not None and any(
         isinstance(n, ast.Name) and n.id == name for n in ast.walk(found)
     )
