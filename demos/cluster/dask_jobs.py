@@ -230,7 +230,7 @@ def run(args: argparse.Namespace, problems: list[work.Problem]) -> bool:
             )
             for problem in problems:
                 reports = run_problem(client, problem, per_job, args.timeout)
-                ok, line = work.check(problem, work.combine(problem, reports))
+                ok, line = work.compare_with_one_node(problem, work.combine(problem, reports))
                 all_ok &= ok
                 print(f"\n{problem.describe()}, {len(reports)} Dask workers:")
                 for report in reports:

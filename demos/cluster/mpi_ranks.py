@@ -82,7 +82,7 @@ def main(args: argparse.Namespace) -> int:
                 ok = False
             else:
                 parts = [r for r, _ in reports]
-                ok, line = work.check(problem, work.combine(problem, parts))
+                ok, line = work.compare_with_one_node(problem, work.combine(problem, parts))
                 print(f"\n{problem.describe()}, {size} MPI ranks:")
                 for part in parts:
                     print("  " + work.describe_report(part))

@@ -223,7 +223,9 @@ def one_node(problem: Problem) -> Any:
     return lorenz.lorenz_numpy(u0, params, LORENZ_DT, problem.steps)
 
 
-def check(problem: Problem, result: Any, expected: Any | None = None) -> tuple[bool, str]:
+def compare_with_one_node(
+    problem: Problem, result: Any, expected: Any | None = None
+) -> tuple[bool, str]:
     """(agrees, one line) comparing a cluster's *result* with the one-node NumPy answer."""
     expected = one_node(problem) if expected is None else expected
     if problem.example == "sum":

@@ -47,7 +47,7 @@ def demos_command(*args: str, env: dict[str, str] | None = None) -> subprocess.C
 def test_parts_in_any_order_give_the_one_node_answer(problem: work.Problem, parts: int) -> None:
     reports = [work.run_part(problem, part, parts) for part in reversed(range(parts))]
     assert sorted(r["elements"] for r in reports)[0][0] == 0
-    ok, line = work.check(problem, work.combine(problem, reports))
+    ok, line = work.compare_with_one_node(problem, work.combine(problem, reports))
     assert ok, line
 
 
@@ -56,7 +56,7 @@ def test_more_processes_than_work_still_agree(example: str) -> None:
     problem = work.Problem(example, 3, columns=5, steps=10)
     reports = [work.run_part(problem, part, 5) for part in range(5)]
     assert sum(r["elements"][1] == r["elements"][0] for r in reports) == 2  # two idle parts
-    ok, line = work.check(problem, work.combine(problem, reports))
+    ok, line = work.compare_with_one_node(problem, work.combine(problem, reports))
     assert ok, line
 
 
@@ -64,9 +64,10 @@ def test_a_wrong_answer_is_caught() -> None:
     problem = work.Problem("matvec", 40, columns=30)
     wrong = work.one_node(problem).copy()
     wrong[7] *= 1.01
-    assert not work.check(problem, wrong)[0]
-    assert not work.check(work.Problem("sum", 1000), work.one_node(work.Problem("sum", 999)))[0]
-    assert not work.check(problem, wrong[:-1])[0]
+    assert not work.compare_with_one_node(problem, wrong)[0]
+    other = work.one_node(work.Problem("sum", 999))
+    assert not work.compare_with_one_node(work.Problem("sum", 1000), other)[0]
+    assert not work.compare_with_one_node(problem, wrong[:-1])[0]
 
 
 def test_matrix_rows_do_not_depend_on_the_split() -> None:
