@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT
+
 DEPLOY = ROOT / "deploy"
 APP = DEPLOY / "ondemand" / "gpu-course"
 if not DEPLOY.is_dir():
