@@ -1,4 +1,4 @@
-"""``python -m grader``: collect, check, autograde and benchmark a class (instructors only).
+"""``python -m grader``: collect, screen, autograde and benchmark a class (instructors only).
 
 This module only reads the command line and hands it on: each subcommand's
 arguments are declared next to its code (that module's ``add_arguments``), and
@@ -24,10 +24,10 @@ COMMANDS: dict[str, tuple[str, Declare | None, Run]] = {
         intake.add_collect_arguments,
         intake.collect,
     ),
-    "check": (
+    "screen": (
         "flag submissions for manual review before grading",
-        intake.add_check_arguments,
-        intake.check,
+        intake.add_screen_arguments,
+        intake.screen,
     ),
     "autograde": (
         "grade every student in the sandbox, in parallel",

@@ -319,7 +319,7 @@ class _Intake:
 
     def file(self, student: str, notebook: str, entries: list[_Entry]) -> None:
         """Write the notebook the rule picks among *entries* and the one filed before, if any."""
-        # Filed under the notebook's own name; 'python -m grader check' flags a renamed one.
+        # Filed under the notebook's own name; 'python -m grader screen' flags a renamed one.
         record = f"{student}/{self.assignment}/{notebook}"
         target = self.submitted / record
         if target.is_file():

@@ -1,6 +1,6 @@
-"""``python -m grader collect`` and ``check``: file the submissions, then flag what needs a look.
+"""``python -m grader collect`` and ``screen``: file the submissions, then flag what needs a look.
 
-The work is :func:`grader.collect.collect_all` and :func:`grader.check.check_course`;
+The work is :func:`grader.collect.collect_all` and :func:`grader.screen.screen_course`;
 here are their command lines.
 """
 
@@ -33,20 +33,20 @@ def collect(course: Path, args: argparse.Namespace) -> int:
     return 1 if report.refused else 0
 
 
-def add_check_arguments(parser: argparse.ArgumentParser) -> None:
+def add_screen_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("assignment")
     parser.add_argument("--student", help="comma-separated ids (default: all)")
 
 
-def check(course: Path, args: argparse.Namespace) -> int:
+def screen(course: Path, args: argparse.Namespace) -> int:
     """One line per student: ``ok`` or the flags; changes nothing."""
-    from grader.check import check_course
+    from grader.screen import screen_course
 
     students = chosen_students(course, args.assignment, args.student)
     if not students:
         return 1
     flagged = 0
-    for student, flags in check_course(course, args.assignment, students).items():
+    for student, flags in screen_course(course, args.assignment, students).items():
         flagged += bool(flags)
         print(f"{student}: " + ("; ".join(flags) if flags else "ok"))
     print(f"{flagged} of {len(students)} submissions need a human look")

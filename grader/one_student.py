@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING
 
 from grader import box as boxes
 from grader import sandbox
-from grader.check import check_submission
 from grader.flags import FLAGS_ENV
 from grader.processes import kill_user_processes
 from grader.safe_files import copy_tree
+from grader.screen import screen_submission
 
 if TYPE_CHECKING:
     from grader.batch import Batch
@@ -172,7 +172,7 @@ def grade_student(batch: Batch, student: str, template: Path, uid: int | None) -
         return outcome
     try:
         root, outcome.flags = student_copy(batch, student, template, uid)
-        outcome.flags += check_submission(
+        outcome.flags += screen_submission(
             root / "submitted" / student / batch.assignment, batch.assignment, template, repair=True
         )
         env = dict(os.environ)

@@ -1,4 +1,4 @@
-"""The check before grading: what a human should look at, said out loud, never silently.
+"""The screening before grading: what a human should look at, said out loud, never silently.
 
 It reads a student's submitted folder and flags duplicated or missing grade
 ids (duplicates, which JupyterLab's "split cell" makes, are repaired so the
@@ -264,7 +264,7 @@ def _expected(template_db: Path, assignment: str) -> tuple[dict[str, Release], d
     return mine, others
 
 
-def check_submission(
+def screen_submission(
     folder: Path, assignment: str, template_db: Path, repair: bool = False
 ) -> list[str]:
     """Flags for one student's submitted folder; with *repair*, fix what can be fixed.
@@ -354,7 +354,7 @@ def _check_notebook(
     return flags
 
 
-def check_course(course: Path, assignment: str, students: list[str]) -> dict[str, list[str]]:
+def screen_course(course: Path, assignment: str, students: list[str]) -> dict[str, list[str]]:
     """Flags for every student's submission (read-only: nothing is repaired)."""
     db = course / "gradebook.db"
     if not db.is_file():
@@ -362,5 +362,6 @@ def check_course(course: Path, assignment: str, students: list[str]) -> dict[str
             f"no gradebook in {course}: run 'nbgrader generate_assignment {assignment}' first"
         )
     return {
-        s: check_submission(course / "submitted" / s / assignment, assignment, db) for s in students
+        s: screen_submission(course / "submitted" / s / assignment, assignment, db)
+        for s in students
     }

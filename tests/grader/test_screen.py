@@ -1,4 +1,4 @@
-"""grader.check: the scan of student code before grading, and a submission against the gradebook.
+"""grader.screen: the scan of student code before grading, and a submission against the gradebook.
 
 The check of a submission also runs against a gradebook made by ``nbgrader
 generate_assignment`` for every assignment: honest notebooks get no flag, a
@@ -20,7 +20,7 @@ from nbgrader_driver import (
     run_nbgrader,
 )
 
-from grader.check import check_submission, scan_code
+from grader.screen import scan_code, screen_submission
 from helpers import ROOT
 
 
@@ -51,13 +51,13 @@ from helpers import ROOT
         ("import importlib\nm = importlib.import_module('demos.' + 'simt')", "importlib"),
     ],
 )
-def test_check_flags_code_that_reaches_into_grading(code: str, reason: str) -> None:
+def test_screen_flags_code_that_reaches_into_grading(code: str, reason: str) -> None:
     reasons = scan_code(code)
     assert reasons, code
     assert any(reason.split(".")[0].lower() in r.lower() or reason in r for r in reasons), reasons
 
 
-def test_check_accepts_honest_code() -> None:
+def test_screen_accepts_honest_code() -> None:
     code = (
         "import numpy as np\nfrom numba import cuda\nfrom demos import grading\n"
         "from demos.grading import array_module\nxp = grading.array_module()\n"
@@ -104,23 +104,23 @@ def _notebook(folder: Path, name: str, ids: list[str], code: str = "x = 1") -> P
     return folder / name
 
 
-def test_check_submission_flags_and_repairs(tmp_path: Path) -> None:
-    from grader.check import check_submission
+def test_screen_submission_flags_and_repairs(tmp_path: Path) -> None:
+    from grader.screen import screen_submission
 
     db = _gradebook(tmp_path / "gradebook.db")
     wrong = tmp_path / "wrong"
     _notebook(wrong, "simt.ipynb", ["b1"])
-    assert any("looks like assignment cnn" in f for f in check_submission(wrong, "simt", db))
+    assert any("looks like assignment cnn" in f for f in screen_submission(wrong, "simt", db))
 
     partial = tmp_path / "partial"
     _notebook(partial, "simt.ipynb", ["a1"], code="from demos.simt import blocks_for")
-    flags = check_submission(partial, "simt", db)
+    flags = screen_submission(partial, "simt", db)
     assert "missing grade ids ['a2']" in flags
     assert any("demos.simt" in f for f in flags)
 
     split = tmp_path / "split"
     path = _notebook(split, "simt-1.ipynb", ["a1", "a1", "a2"])
-    flags = check_submission(split, "simt", db, repair=True)
+    flags = screen_submission(split, "simt", db, repair=True)
     assert any("renamed notebook simt-1.ipynb" in f for f in flags)
     assert any("duplicated grade ids ['a1']" in f for f in flags)
     repaired = nbformat.read(split / "simt.ipynb", as_version=4)
@@ -130,7 +130,7 @@ def test_check_submission_flags_and_repairs(tmp_path: Path) -> None:
         "a2",
     ]
     assert not path.exists()
-    assert check_submission(tmp_path / "nothing", "simt", db) == ["missing notebook simt.ipynb"]
+    assert screen_submission(tmp_path / "nothing", "simt", db) == ["missing notebook simt.ipynb"]
 
 
 ALL_ASSIGNMENTS = [*ASSIGNMENTS, *NEW_ASSIGNMENTS]
@@ -191,7 +191,7 @@ def _submit(tmp_path: Path, assignment: str, nb: nbformat.NotebookNode) -> Path:
 
 def _flags(tmp_path: Path, nb: nbformat.NotebookNode, template_db: Path) -> list[str]:
     """The check's flags for *nb* handed in as kernel_patterns."""
-    return check_submission(
+    return screen_submission(
         _submit(tmp_path, "kernel_patterns", nb), "kernel_patterns", template_db
     )
 
@@ -215,7 +215,7 @@ def test_honest_submission_has_no_flags(
         "blank": lambda: _read("exercises", assignment),
         "worked": lambda: _worked(assignment),
     }[handed_in]()
-    assert check_submission(_submit(tmp_path, assignment, nb), assignment, template_db) == []
+    assert screen_submission(_submit(tmp_path, assignment, nb), assignment, template_db) == []
 
 
 @pytest.mark.parametrize(
