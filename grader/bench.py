@@ -281,14 +281,17 @@ def mean_phases(outcomes: list[batch_mod.Outcome]) -> dict[str, float]:
     """The mean seconds of each phase over the notebooks that recorded them, plus nbgrader's own.
 
     ``nbgrader`` is the rest of a notebook's time: the submission's copy and
-    check, nbgrader's start, its gradebook and the sandbox's clean-up.
+    check, nbgrader's start, its gradebook and the sandbox's clean-up. The
+    ``*_cpu`` entries are CPU seconds, not wall: the kernel's processes and
+    the grading process with its simulator.
     """
     timed = [o for o in outcomes if o.phases]
     if not timed:
         return {}
     names = sorted({name for o in timed for name in o.phases})
     means = {name: sum(o.phases.get(name, 0.0) for o in timed) / len(timed) for name in names}
-    means["nbgrader"] = sum(o.seconds for o in timed) / len(timed) - sum(means.values())
+    wall = sum(v for name, v in means.items() if not name.endswith("_cpu"))
+    means["nbgrader"] = sum(o.seconds for o in timed) / len(timed) - wall
     return {name: round(value, 2) for name, value in means.items()}
 
 

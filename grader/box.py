@@ -45,6 +45,8 @@ class Box:
     cgroup: cgroups.MemoryCgroup | None = None
     #: What could not be copied into the kernel's folder (links, huge files): flags.
     left_out: list[str] = field(default_factory=list)
+    #: CPU seconds the notebook's processes used, read by :meth:`close` (None: not known).
+    cpu_seconds: float | None = None
 
     @property
     def runtime(self) -> Path:
@@ -67,6 +69,7 @@ class Box:
                     f"the notebook's memory, with shared memory and files in memory, went over "
                     f"the {limit:.1f} GiB limit; its kernel was stopped"
                 )
+            self.cpu_seconds = self.cgroup.cpu_seconds()
             self.cgroup.remove()
         if self.policy.uid is not None and not sandbox.in_bubblewrap(self.policy.level):
             remove_owned(self.policy.uid)  # without bubblewrap, /tmp is the machine's

@@ -91,6 +91,17 @@ class MemoryCgroup:
             pass
         return 0
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time its processes used (cgroups v2 counts it in every cgroup; v1 here does not)."""
+        try:
+            for line in (self.path / "cpu.stat").read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "usage_usec":
+                    return int(value) / 1e6
+        except (OSError, ValueError):
+            pass
+        return None
+
     def remove(self) -> None:
         """Kill what is still inside, then remove the cgroup."""
         for _ in range(50):

@@ -35,6 +35,7 @@ import asyncio
 import contextlib
 import functools
 import json
+import resource
 import time
 from collections import Counter
 from pathlib import Path
@@ -154,6 +155,11 @@ class GuardedExecute(Execute):
             "hidden_tests": self._seconds["hidden"],
         }
         phases["other"] = max(0.0, total - sum(phases.values()))
+        # CPU, not wall, time: the kernel's (its cgroup's), and this process's with the simulator's
+        used = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+        phases["grader_cpu"] = sum(u.ru_utime + u.ru_stime for u in used)
+        if self._box is not None and self._box.cpu_seconds is not None:
+            phases["kernel_cpu"] = self._box.cpu_seconds
         Path(self.timings_file).write_text(json.dumps({k: round(v, 3) for k, v in phases.items()}))
 
     def create_kernel_manager(self) -> Any:
