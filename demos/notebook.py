@@ -27,7 +27,6 @@ os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 import demos  # noqa: F401  (switches Numba to the simulator when there is no GPU)
 from demos import hardware
 from demos.benchmarks.record import (
-    REFERENCE_DIR,
     load_reference,
     show_reference_figures,
     wall_times,
@@ -35,7 +34,6 @@ from demos.benchmarks.record import (
 from demos.numba_advice import silence_advice
 
 __all__ = [
-    "REFERENCE_DIR",
     "Environment",
     "load_reference",
     "quiet_numba_advice",

@@ -17,9 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from demos.benchmarks import record
 from demos.benchmarks.sizes import OPS_KEYS
-from demos.shipped_results import read_json
+from demos.shipped_results import RESULTS_DIR, read_json
 
 # benchmark name -> "module:function" taking (result dict, output dir) and returning written paths
 REGISTRY: dict[str, str] = {
@@ -214,7 +213,7 @@ def plot_directory(input_dir: Path, output_dir: Path) -> list[Path]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--input", type=Path, default=record.REFERENCE_DIR, help="folder with result JSON files"
+        "--input", type=Path, default=RESULTS_DIR, help="folder with result JSON files"
     )
     parser.add_argument(
         "--output", type=Path, help="folder for the PNG files (default: the input folder)"

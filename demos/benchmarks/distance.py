@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from demos import hardware
+from demos import hardware, shipped_results
 from demos.benchmarks import record, sizes
 from demos.distance import BACKENDS
 
@@ -140,7 +140,7 @@ def _ops(args: argparse.Namespace, output: Path, written: list[Path]) -> list[di
 
 def compat_dir(output: Path) -> Path:
     """Where the original course's files go: ``demos/`` for the shipped reference results."""
-    reference = output.resolve() == record.REFERENCE_DIR.resolve()
+    reference = output.resolve() == shipped_results.RESULTS_DIR.resolve()
     return record.PACKAGE_DIR if reference else output
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from demos import shipped_results
 from demos.benchmarks import record
 from demos.distance import numba_cuda, reference
 
@@ -179,4 +180,4 @@ def _duration(seconds: float) -> str:
 if __name__ == "__main__":  # python -m demos.benchmarks.distance_overhead RESULT.json
     import sys
 
-    print(markdown_table(record.read_result(sys.argv[1])))
+    print(markdown_table(shipped_results.read_json(sys.argv[1])))

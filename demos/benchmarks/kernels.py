@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from demos import gpu_timer, hardware
+from demos import gpu_timer, hardware, shipped_results
 from demos.benchmarks import record, sizes
 from demos.distance import numba_cuda, reference
 from demos.kernel_testing import to_host
@@ -247,5 +247,5 @@ def markdown_table(result: dict[str, Any], dtype: str = "float32") -> str:
 if __name__ == "__main__":  # python -m demos.benchmarks.kernels RESULT.json [DTYPE]
     import sys
 
-    payload = record.read_result(sys.argv[1])
+    payload = shipped_results.read_json(sys.argv[1])
     print(markdown_table(payload, *sys.argv[2:3]))

@@ -24,8 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from demos import gpu_timer, hardware, provenance, shipped_results
-from demos.shipped_results import RESULTS_DIR as REFERENCE_DIR
-from demos.shipped_results import read_json as read_result
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT_DIR = Path("bench-results")
@@ -140,11 +138,6 @@ def write_json(path: str | os.PathLike, data: Any, *, sources: Sequence[str], **
     return path
 
 
-def reference_result(name: str) -> dict[str, Any]:
-    """A reference result shipped with the package, e.g. ``reference_result("distance_h200")``."""
-    return shipped_results.load(name, required=True)
-
-
 def load_reference(relative_path: str) -> Any:
     """JSON shipped in ``demos/`` (e.g. ``"measurements.json"``), or None with a message.
 
@@ -158,7 +151,7 @@ def load_reference(relative_path: str) -> Any:
             "the course. The plot below is skipped; run the benchmark yourself on a GPU to make it."
         )
         return None
-    return read_result(path)
+    return shipped_results.read_json(path)
 
 
 def show_reference_figures(*names: str) -> None:
@@ -166,7 +159,7 @@ def show_reference_figures(*names: str) -> None:
     from IPython.display import Image, display
 
     for name in names:
-        path = REFERENCE_DIR / name
+        path = shipped_results.RESULTS_DIR / name
         if path.exists():
             display(Image(filename=str(path)))
         else:

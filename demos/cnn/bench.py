@@ -389,9 +389,9 @@ def main(args: argparse.Namespace) -> int:
         )
     print(f"wrote {path} and {output / MEASUREMENTS_NAME}")
     if not args.no_plot:
-        from demos.benchmarks.record import read_result
         from demos.cnn.plots import plot
+        from demos.shipped_results import read_json
 
-        for figure in plot(read_result(path), output):
+        for figure in plot(read_json(path), output):
             print(f"wrote {figure}")
     return 0 if any("images_per_second" in r for r in results) else 1

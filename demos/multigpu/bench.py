@@ -270,9 +270,9 @@ def main(args: argparse.Namespace) -> int:
     )
     print(f"wrote {path}")
     if not args.no_plot:
-        from demos.benchmarks.record import read_result
         from demos.multigpu.plots import plot
+        from demos.shipped_results import read_json
 
-        for figure in plot(read_result(path), args.output):
+        for figure in plot(read_json(path), args.output):
             print(f"wrote {figure}")
     return 0

@@ -9,7 +9,7 @@ import pytest
 import helpers
 from demos import __main__ as cli
 from demos import hardware
-from demos.benchmarks.record import REFERENCE_DIR
+from demos.shipped_results import RESULTS_DIR
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +98,7 @@ def test_bad_sizes_are_rejected_and_reference_sizes_come_from_one_place():
     with pytest.raises(SystemExit):
         cli.main(["bench", "distance", "--sizes", "10,-3"])
     assert sizes.int_list("reference") == list(sizes.DISTANCE_REFERENCE_SIZES)
-    shipped = json.loads((REFERENCE_DIR / "distance.json").read_text())["parameters"]["sizes"]
+    shipped = json.loads((RESULTS_DIR / "distance.json").read_text())["parameters"]["sizes"]
     assert shipped == list(sizes.DISTANCE_REFERENCE_SIZES)
 
 
@@ -114,15 +114,15 @@ def test_shipped_measurements_are_derived_from_the_shipped_results():
     """demos/measurements*.json (read by the original course) come from demos/results/ only."""
     from demos.benchmarks.distance import compat_dir
     from demos.benchmarks.distance_sweep import compat_measurements, compat_ops
-    from demos.benchmarks.record import PACKAGE_DIR, REFERENCE_DIR
+    from demos.benchmarks.record import PACKAGE_DIR
 
-    sweep = json.loads((REFERENCE_DIR / "distance.json").read_text())["results"]
-    ops = json.loads((REFERENCE_DIR / "distance_ops.json").read_text())["results"]
+    sweep = json.loads((RESULTS_DIR / "distance.json").read_text())["results"]
+    ops = json.loads((RESULTS_DIR / "distance_ops.json").read_text())["results"]
     shipped = json.loads((PACKAGE_DIR / "measurements.json").read_text())
     assert shipped == compat_measurements(sweep["runs"])
     assert json.loads((PACKAGE_DIR / "measurements_ops.json").read_text()) == compat_ops(ops)
-    assert not list(REFERENCE_DIR.glob("measurements*.json"))  # one source, no copies
-    assert compat_dir(REFERENCE_DIR) == PACKAGE_DIR
+    assert not list(RESULTS_DIR.glob("measurements*.json"))  # one source, no copies
+    assert compat_dir(RESULTS_DIR) == PACKAGE_DIR
 
 
 @helpers.on_cuda

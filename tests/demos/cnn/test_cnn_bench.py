@@ -85,10 +85,11 @@ def test_measure_in_process_keeps_data_on_device_and_restores_the_callers_state(
 
 
 def test_reference_h200_result_plots_and_matches_the_measurements_file(tmp_path):
-    from demos.benchmarks.record import PACKAGE_DIR, reference_result
+    from demos.benchmarks.record import PACKAGE_DIR
     from demos.cnn.plots import plot
+    from demos.shipped_results import load
 
-    result = reference_result("cnn_h200_jax")
+    result = load("cnn_h200_jax", required=True)
     assert result["environment"]["gpus"][0]["name"] == "NVIDIA H200"
     gpu = [r for r in result["results"] if r["device"] == "gpu"]
     assert any(r["batch_size"] == 32 and r["precision"] == "float32" for r in gpu)

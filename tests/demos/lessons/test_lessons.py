@@ -55,9 +55,9 @@ def test_gpu_lessons_measure_what_the_chapters_claim(tmp_path) -> None:
 
 
 def test_shipped_lessons_json_records_its_hardware() -> None:
-    from demos.benchmarks.record import REFERENCE_DIR
+    from demos.shipped_results import RESULTS_DIR
 
-    data = json.loads((REFERENCE_DIR / "lessons.json").read_text())
+    data = json.loads((RESULTS_DIR / "lessons.json").read_text())
     assert data["benchmark"] == "lessons"
     assert "gpus" in data["environment"] and "cpu_count" in data["environment"]
     for lesson in ("divergence", "coalescing", "copies"):

@@ -55,12 +55,12 @@ def test_sum_split_equals_numpy(rng, parts):
 
 def test_reference_result_is_consistent_and_plots(tmp_path):
     """The committed H200 result: speedups follow from its times, errors are small, figures draw."""
-    from demos.benchmarks.record import REFERENCE_DIR, reference_result
     from demos.multigpu.plots import plot
+    from demos.shipped_results import RESULTS_DIR, load
 
-    if not (REFERENCE_DIR / "multigpu_h200.json").exists():
+    if not (RESULTS_DIR / "multigpu_h200.json").exists():
         pytest.skip("no reference multigpu result committed")
-    res = reference_result("multigpu_h200")["results"]
+    res = load("multigpu_h200", required=True)["results"]
     times = res["matvec"]["times_s"]
     for g, speedup in res["matvec"]["speedup"].items():
         assert speedup == pytest.approx(times["1"] / times[g])
@@ -72,4 +72,4 @@ def test_reference_result_is_consistent_and_plots(tmp_path):
         chosen = str(auto_device_count(int(n), available=4))
         if chosen in curve:
             assert curve[chosen] <= curve["1"] * 1.05
-    assert len(plot(reference_result("multigpu_h200"), tmp_path)) == 2
+    assert len(plot(load("multigpu_h200", required=True), tmp_path)) == 2
