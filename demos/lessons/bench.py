@@ -8,14 +8,26 @@ says plainly that it holds no GPU numbers. The NumPy baseline runs everywhere.
 from __future__ import annotations
 
 import argparse
+import importlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from demos import hardware
 from demos.benchmarks.record import DEFAULT_OUTPUT_DIR, write_result
 
-LESSONS = ("divergence", "coalescing", "copies", "numpy_baseline")
-GPU_LESSONS = ("divergence", "coalescing", "copies")
+#: Each measured lesson (``demos.lessons.<name>``): whether it needs a GPU, and the
+#: arguments of its ``run`` for the reference, from ``--repeats`` and ``--numpy-n``.
+LESSONS: dict[str, tuple[bool, Callable[[int, int], dict[str, Any]]]] = {
+    "divergence": (True, lambda repeats, _: {"n": 1 << 24, "iterations": 200, "repeats": repeats}),
+    "coalescing": (
+        True,
+        lambda repeats, _: {"n": 4096, "blocks": [(32, 8), (8, 8), (16, 16)], "repeats": repeats},
+    ),
+    "copies": (True, lambda repeats, _: {"n": 4096, "repeats": max(3, repeats // 2)}),
+    "numpy_baseline": (False, lambda _, numpy_n: {"n": numpy_n, "repeats": 3}),
+}
+GPU_LESSONS = tuple(name for name, (needs_gpu, _) in LESSONS.items() if needs_gpu)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,28 +61,13 @@ def run_lessons(chosen: tuple[str, ...], numpy_n: int, repeats: int) -> dict[str
     )
     results: dict[str, Any] = {}
     for lesson in chosen:
-        if lesson in GPU_LESSONS and not gpu:
+        needs_gpu, arguments = LESSONS[lesson]
+        if needs_gpu and not gpu:
             results[lesson] = {"skipped": f"needs a CUDA GPU: {reason}"}
             continue
         print(f"measuring {lesson} ...", flush=True)
-        if lesson == "divergence":
-            from demos.lessons import divergence
-
-            results[lesson] = divergence.run(n=1 << 24, iterations=200, repeats=repeats)
-        elif lesson == "coalescing":
-            from demos.lessons import coalescing
-
-            results[lesson] = coalescing.run(
-                n=4096, blocks=[(32, 8), (8, 8), (16, 16)], repeats=repeats
-            )
-        elif lesson == "copies":
-            from demos.lessons import copies
-
-            results[lesson] = copies.run(n=4096, repeats=max(3, repeats // 2))
-        else:
-            from demos.lessons import numpy_baseline
-
-            results[lesson] = numpy_baseline.run(n=numpy_n, repeats=3)
+        module = importlib.import_module(f"demos.lessons.{lesson}")
+        results[lesson] = module.run(**arguments(repeats, numpy_n))
     return results
 
 
