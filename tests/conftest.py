@@ -7,8 +7,9 @@ everywhere; on a GPU machine the same tests run on the real device.
 Markers (pyproject.toml lists them), each skipped here with the reason:
 ``gpu`` needs a CUDA GPU, ``multigpu`` two or more, ``nogpu`` checks what a
 machine without a GPU does. A test that takes the ``xp`` fixture runs once per
-array module: NumPy, the course's CPU stand-in for CuPy (``standin``) and CuPy
-(``cupy``, marked ``gpu``), so every check that runs on the GPU has CPU twins.
+array module: NumPy, the course's CPU stand-in for CuPy (``standin``,
+:mod:`demos.cupy_standin`) and CuPy (``cupy``, marked ``gpu``), so every check
+that runs on the GPU has CPU twins.
 ``device_xp`` is the same without NumPy, for checks of GPU-array behaviour.
 Other skip conditions (commands, root, the course's .venv) are in helpers.py.
 """
@@ -45,9 +46,9 @@ def array_module(name: str) -> types.ModuleType:
     if name == "numpy":
         return np
     if name == "standin":
-        from demos.grading import standin
+        from demos import cupy_standin
 
-        return standin.module
+        return cupy_standin.module
     import cupy
 
     return cupy
