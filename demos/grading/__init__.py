@@ -5,9 +5,8 @@ laptop without a GPU and on a GPU node. The notebooks therefore never pick
 NumPy or CuPy, or a real or simulated device, themselves: they ask this
 package, which answers "CuPy and the real GPUs" where they are usable and
 "a CuPy-like stand-in and simulated devices" everywhere else, with the same
-rules on both (see :mod:`demos.cupy_standin`, here as ``standin``, and
-:mod:`.devices`). Importing :mod:`demos` (done here) switches Numba to its CUDA
-simulator when there is no GPU.
+rules on both (see :mod:`demos.cupy_standin` and :mod:`.devices`). Importing
+:mod:`demos` (done here) switches Numba to its CUDA simulator when there is no GPU.
 
 Visible tests are built from :mod:`.visible` (seeded inputs, generic failure
 messages) and :mod:`.watch` (what the student's code launched and called).
@@ -31,8 +30,7 @@ from types import ModuleType
 import numpy as np
 
 import demos  # noqa: F401  (enables the CUDA simulator when there is no GPU)
-from demos import cupy_standin as standin
-from demos import hardware
+from demos import cupy_standin, hardware
 from demos.distance.reference import reference_distance as reference_distances
 from demos.grading.course_kernels import is_course_kernel
 from demos.grading.devices import (
@@ -42,7 +40,7 @@ from demos.grading.devices import (
     SimulatedDevice,
     devices,
 )
-from demos.grading.visible import GradingFailure, assert_close, assert_equal, check, rng, seed_for
+from demos.grading.visible import GradingFailure, assert_close, assert_equal, expect, rng, seed_for
 from demos.grading.watch import (
     GuardedOutput,
     Launch,
@@ -66,16 +64,15 @@ __all__ = [
     "array_module",
     "assert_close",
     "assert_equal",
-    "check",
     "device_array_module",
     "devices",
+    "expect",
     "get_array_module",
     "is_course_code",
     "is_course_kernel",
     "reference_distances",
     "rng",
     "seed_for",
-    "standin",
     "to_numpy",
     "uses_course_code",
     "watch",
@@ -93,4 +90,4 @@ def device_array_module() -> ModuleType:
     Tests that hand GPU arrays to student code use this, so they run, and count,
     on every grader.
     """
-    return hardware.require_cupy("grading") if hardware.cupy_available() else standin.module
+    return hardware.require_cupy("grading") if hardware.cupy_available() else cupy_standin.module

@@ -15,8 +15,7 @@ from typing import Any, Self
 
 import numpy as np
 
-from demos import cupy_standin as standin
-from demos import hardware
+from demos import cupy_standin, hardware
 
 #: How many devices the CPU stand-in offers when there is no GPU: enough that
 #: splitting work over "several devices" is a real split.
@@ -47,7 +46,7 @@ class _Device:
     """What both kinds share: being current (``with device:``), the copy rule, the log."""
 
     _current: _Device | None = None
-    xp: Any = standin.module
+    xp: Any = cupy_standin.module
 
     def __init__(self, index: int, log: DeviceLog | None = None) -> None:
         self.index = index
@@ -100,10 +99,10 @@ class SimulatedDevice(_Device):
     """
 
     def _to_device(self, host_array: Any) -> Any:
-        return standin.asarray(host_array)
+        return cupy_standin.asarray(host_array)
 
     def _to_host(self, array: Any) -> np.ndarray:
-        return np.array(standin.asnumpy(array), copy=True)
+        return np.array(cupy_standin.asnumpy(array), copy=True)
 
 
 class GpuDevice(_Device):

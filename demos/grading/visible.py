@@ -10,7 +10,7 @@ tests, which run in the grader's process (``grader.verdicts``), never here.
   test-sized grids from host arrays, so :func:`rng` also silences Numba's
   performance advice, which on stderr would cost the cell its points
   (importing this package silences nothing).
-* :func:`check`, :func:`assert_close` and :func:`assert_equal` fail with one
+* :func:`expect`, :func:`assert_close` and :func:`assert_equal` fail with one
   sentence written by the course.
 """
 
@@ -28,7 +28,7 @@ _SALT = b"gpu-python course: visible test inputs"
 
 
 class GradingFailure(AssertionError):
-    """A failed check, with a message written by the course (safe to show)."""
+    """A failed expectation of a test, with a message written by the course (safe to show)."""
 
 
 def seed_for(test_name: str) -> int:
@@ -42,7 +42,7 @@ def rng(test_name: str) -> np.random.Generator:
     return np.random.default_rng(seed_for(test_name))
 
 
-def check(condition: Any, message: str) -> None:
+def expect(condition: Any, message: str) -> None:
     """Fail with *message* unless *condition*."""
     if not condition:
         raise GradingFailure(message)
@@ -56,9 +56,9 @@ def assert_close(
         got, want = to_host(actual), np.asarray(expected)
     except (TypeError, ValueError):
         raise GradingFailure(f"{what} is not an array") from None
-    check(got.shape == want.shape, f"{what} has the wrong shape")
+    expect(got.shape == want.shape, f"{what} has the wrong shape")
     wrong = wrong_entries(got, want, rtol=rtol, atol=atol, equal_nan=True)
-    check(wrong.size == 0, f"{what} is wrong")
+    expect(wrong.size == 0, f"{what} is wrong")
 
 
 def assert_equal(actual: Any, expected: Any, what: str) -> None:

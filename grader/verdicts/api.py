@@ -41,11 +41,11 @@ __all__ = [
     "StudentError",
     "assert_close",
     "assert_equal",
-    "check",
     "counting_module",
     "device_array",
     "devices",
     "elementwise",
+    "expect",
     "mentions",
     "started_all_before_waiting",
     "hidden_test",
@@ -59,7 +59,7 @@ __all__ = [
 
 
 class GradingFailure(AssertionError):
-    """A failed check, with a message written by the course (safe to show)."""
+    """A failed expectation of a test, with a message written by the course (safe to show)."""
 
 
 class StudentError(Exception):
@@ -79,7 +79,7 @@ def rng(test_name: str) -> np.random.Generator:
     return np.random.default_rng(seed_for(test_name))
 
 
-def check(condition: Any, message: str) -> None:
+def expect(condition: Any, message: str) -> None:
     """Fail with *message* (a sentence that gives nothing hidden away) unless *condition*."""
     if not (condition is True or (type(condition) in (bool, np.bool_) and bool(condition))):
         raise GradingFailure(message)
@@ -104,10 +104,10 @@ def assert_close(
 ) -> None:
     """Fail with "*what* is wrong for a hidden input" unless shapes match and values are close."""
     got, want = _plain_array(actual, what), np.asarray(expected)
-    check(got.shape == want.shape, f"{what} has the wrong shape for a hidden input")
+    expect(got.shape == want.shape, f"{what} has the wrong shape for a hidden input")
     with np.errstate(invalid="ignore", over="ignore"):
         close = (got == want) | (np.abs(got - want) <= atol + rtol * np.abs(want))
-    check(
+    expect(
         bool(np.all(close | (np.isnan(got) & np.isnan(want)))),
         f"{what} is wrong for a hidden input",
     )

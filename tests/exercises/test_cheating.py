@@ -98,7 +98,7 @@ CASES = [
                 "    return 0\n"
                 "get_ipython().input_transformers_post.append(\n"
                 "    lambda lines: [l.replace('assert ', 'assert True or ')"
-                ".replace('grading.check(', 'print(')\n"
+                ".replace('grading.expect(', 'print(')\n"
                 "                   for l in lines])"
             )
         },

@@ -16,10 +16,9 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from demos import grading
-from demos.grading import standin
+from demos import cupy_standin, grading
 
-xp = standin.module
+xp = cupy_standin.module
 
 
 # --- the CuPy-like stand-in -------------------------------------------------------------
@@ -104,7 +103,7 @@ def test_course_code_is_recognised() -> None:
     assert grading.is_course_code(demo_numba_gpu.distance_matrix)  # a kernel
     assert not grading.is_course_code(_fill)
     assert not grading.is_course_code(lambda: None)
-    assert not grading.is_course_code(grading.check)  # the grading helpers are not "the answer"
+    assert not grading.is_course_code(grading.expect)  # the grading helpers are not "the answer"
 
 
 def test_guard_band_sees_writes_outside_the_output() -> None:

@@ -18,11 +18,11 @@ from helpers import ROOT
 
 
 def test_checks_accept_only_real_truth_values() -> None:
-    api.check(True, "x")
-    api.check(np.bool_(True), "x")
+    api.expect(True, "x")
+    api.expect(np.bool_(True), "x")
     for fake in (1, "yes", [1], wire.Opaque("Always")):
         with pytest.raises(api.GradingFailure):
-            api.check(fake, "x")
+            api.expect(fake, "x")
     with pytest.raises(api.GradingFailure, match="not an array of numbers"):
         api.assert_close(wire.Opaque("Always"), np.zeros(3), "the result")
 
@@ -59,7 +59,7 @@ def test_hidden_test_turns_errors_into_one_generic_message() -> None:
         pytest.raises(api.GradingFailure, match="^a course message$"),
         api.hidden_test("t", "saxpy"),
     ):
-        api.check(False, "a course message")
+        api.expect(False, "a course message")
 
 
 def test_assert_close_is_generic_and_strict() -> None:

@@ -25,7 +25,7 @@ def test_a_renamed_copy_of_a_course_function_is_flagged_whatever_the_verdict() -
         given_sources=[],
         runner=KernelRunner(),
     )
-    verdict = judge("grading.check(not grading.is_course_code(closest), 'own')", "t", submission)
+    verdict = judge("grading.expect(not grading.is_course_code(closest), 'own')", "t", submission)
     assert verdict.passed and "closest has the structure of code the course ships" in verdict.flag
     honest = Submission(
         ask_kernel=lambda request: {"defined": True, "course_code": False},
@@ -33,5 +33,5 @@ def test_a_renamed_copy_of_a_course_function_is_flagged_whatever_the_verdict() -
         given_sources=[],
         runner=KernelRunner(),
     )
-    verdict = judge("grading.check(not grading.is_course_code(closest), 'own')", "t", honest)
+    verdict = judge("grading.expect(not grading.is_course_code(closest), 'own')", "t", honest)
     assert verdict.passed and verdict.flag is None
