@@ -338,6 +338,34 @@ for _quoted, _name, _field, _scale in [
         lambda n=_name, f=_field, s=_scale: reduction(n)[f] * s,
     )
 
+
+# Chapter 4b: where shared memory wins, naive against tiled matrix product (matmul_h200.json).
+def matmul(name: str) -> dict[str, Any]:
+    kernels = result("matmul_h200.json")["results"]["kernels"]
+    return next(k for k in kernels if k["name"] == name)
+
+
+for _quoted, _what, _value in [
+    (
+        "16 times",
+        "global loads per output, naive over tiled",
+        lambda: (
+            matmul("naive")["global_loads_per_output"]
+            / matmul("tiled (shared memory)")["global_loads_per_output"]
+        ),
+    ),
+    ("17.6 ms", "tiled kernel", lambda: matmul("tiled (shared memory)")["ms"]),
+    ("101 ms", "naive kernel", lambda: matmul("naive")["ms"]),
+    (
+        "5.7 ×",
+        "tiled over naive",
+        lambda: result("matmul_h200.json")["results"]["tiled_speedup_over_naive"],
+    ),
+    ("2.7 ms", "cupy.matmul (cuBLAS)", lambda: matmul("cupy.matmul (cuBLAS)")["ms"]),
+    ("51 TFLOPS", "cupy.matmul (cuBLAS)", lambda: matmul("cupy.matmul (cuBLAS)")["tflops"]),
+]:
+    figure("04b", _quoted, f"{_what} (matmul_h200.json)", _value)
+
 # Chapter 5: batch size, input pipeline, precision (GPU runs of the CNN).
 for _quoted, _name, _batch, _precision in [
     ("44,657 images/s", "cnn_h200_jax.json", 32, "mixed_bfloat16"),
