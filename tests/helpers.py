@@ -37,6 +37,7 @@ __all__ = [
     "needs_chromium",
     "needs_commands",
     "needs_course_venv",
+    "needs_local_slurm",
     "needs_root",
     "on_cuda",
     "random_points",
@@ -71,6 +72,15 @@ def needs_commands(*names: str, install: str) -> pytest.MarkDecorator:
 def needs_root(why: str) -> pytest.MarkDecorator:
     """Skip unless the tests run as root; *why* says what needs it."""
     return pytest.mark.skipif(os.geteuid() != 0, reason=f"needs root {why}")
+
+
+def needs_local_slurm() -> None:
+    """Skip the calling test or fixture unless tests/slurm's one-machine Slurm can start here."""
+    from local_cluster import missing_requirements
+
+    missing = missing_requirements()
+    if missing:
+        pytest.skip(f"no local Slurm: {missing}")
 
 
 needs_chromium = needs_commands(

@@ -29,9 +29,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from local_cluster import LocalCluster, missing_requirements
+from local_cluster import LocalCluster
 
-from helpers import ROOT
+from helpers import ROOT, needs_local_slurm
 
 SCRIPT = ROOT / "bin" / "gpu-jupyter"
 PARTS = SCRIPT.parent / "gpu-jupyter.d"  # sourced by it, and the job script template
@@ -547,9 +547,7 @@ def as_user(user, code: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
-    missing = missing_requirements()
-    if missing:
-        pytest.skip(missing)
+    needs_local_slurm()
     with LocalCluster(tmp_path_factory.mktemp("cluster")) as running:
         yield running
 

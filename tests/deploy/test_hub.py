@@ -28,9 +28,9 @@ from pathlib import Path
 
 import pytest
 from deploy_helpers import DEPLOY, assert_students_mode, make_edition, write_site
-from local_cluster import LocalCluster, User, missing_requirements
+from local_cluster import LocalCluster, User
 
-from helpers import free_port, needs_chromium, solve_exercise
+from helpers import free_port, needs_chromium, needs_local_slurm, solve_exercise
 
 requests = pytest.importorskip("requests", reason="comes with jupyterhub (the 'test' extra)")
 pytestmark = pytest.mark.slow
@@ -193,9 +193,7 @@ class Hub:
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory: pytest.TempPathFactory):
-    missing = missing_requirements()
-    if missing:
-        pytest.skip(missing)
+    needs_local_slurm()
     if PROXY is None:
         pytest.skip("no configurable-http-proxy: apt-get install node-configurable-http-proxy")
     with LocalCluster(tmp_path_factory.mktemp("cluster")) as cluster:

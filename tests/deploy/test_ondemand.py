@@ -34,7 +34,9 @@ from deploy_helpers import (
     render_erb,
     write_site,
 )
-from local_cluster import LocalCluster, missing_requirements
+from local_cluster import LocalCluster
+
+from helpers import needs_local_slurm
 
 pytestmark = [pytest.mark.slow, needs_ruby]
 
@@ -81,9 +83,7 @@ FORM = {
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
-    missing = missing_requirements()
-    if missing:
-        pytest.skip(missing)
+    needs_local_slurm()
     with LocalCluster(tmp_path_factory.mktemp("cluster")) as running:
         yield running
 

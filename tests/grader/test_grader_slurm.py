@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from local_cluster import LocalCluster, missing_requirements
+from local_cluster import LocalCluster
 from nbgrader_driver import (
     assert_all_succeeded,
     hand_in,
@@ -20,13 +20,13 @@ from nbgrader_driver import (
     scores,
 )
 
+from helpers import needs_local_slurm
+
 pytestmark = pytest.mark.slow
 
 
 def test_slurm_job_array_grades_and_merges(tmp_path_factory: pytest.TempPathFactory) -> None:
-    missing = missing_requirements()
-    if missing:
-        pytest.skip(missing)
+    needs_local_slurm()
     root = make_course(tmp_path_factory.mktemp("slurmgrade"))
     assert_all_succeeded(run_nbgrader(root, [["generate_assignment", "simt"]]))
     hand_in(root, "alice", "simt", root / "solutions" / "simt" / "simt.ipynb")

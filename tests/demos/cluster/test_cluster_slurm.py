@@ -17,7 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
-from local_cluster import LocalCluster, missing_requirements
+from local_cluster import LocalCluster
+
+from helpers import needs_local_slurm
 
 pytestmark = pytest.mark.slow
 
@@ -26,9 +28,7 @@ EXAMPLES = ("--example", "sum", "matvec", "--size", "4000", "--columns", "3000")
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
-    missing = missing_requirements()
-    if missing:
-        pytest.skip(f"no local Slurm: {missing}")
+    needs_local_slurm()
     with LocalCluster(tmp_path_factory.mktemp("cluster")) as running:
         yield running
 
