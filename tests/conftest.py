@@ -11,7 +11,7 @@ array module: NumPy, the course's CPU stand-in for CuPy (``standin``,
 :mod:`demos.cupy_standin`) and CuPy (``cupy``, marked ``gpu``), so every check
 that runs on the GPU has CPU twins.
 ``device_xp`` is the same without NumPy, for checks of GPU-array behaviour.
-Other skip conditions (commands, root, the course's .venv) are in helpers.py.
+Other skip conditions (commands, root, the local Slurm, the course's .venv) are in helpers.py.
 """
 
 from __future__ import annotations
