@@ -144,8 +144,14 @@ def prepare(batch: Batch) -> Path:
     shutil.copy2(main_db, template)
     template.chmod(0o600)
     timeout = int(_course_config(batch.course).Execute.get("timeout", 60))
+    # the solution runs with the notebooks' share of the cores and GPUs (no HOME of theirs)
+    as_notebooks = sandbox.Policy(level=batch.level, threads=batch.threads, gpu=bool(batch.gpu))
     batch.cell_budgets = cell_budgets.budgets_file(
-        batch.course, batch.assignment, batch.work, timeout, bool(batch.gpu)
+        batch.course,
+        batch.assignment,
+        batch.work,
+        timeout,
+        sandbox.kernel_environment(as_notebooks),
     )
     return template
 

@@ -87,9 +87,9 @@ def open_box(
     """Make the box for one notebook in *folder* (made or emptied here), with *limits*.
 
     *private* folders (the course, the grading folder) are never put back into
-    the sandbox, even when they are on ``PYTHONPATH``. A *kernel_cache* (the
-    CuPy kernels compiled for the solution, :mod:`grader.cell_budgets`) is
-    copied into the kernel's HOME, where CuPy looks for it.
+    the sandbox, even when they are on ``PYTHONPATH``. A *kernel_cache* (what
+    CuPy and JAX compiled for the solution, :mod:`grader.cell_budgets`) is
+    copied into the kernel's HOME, where they look for it.
     """
     folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o711)  # the sandbox user passes through to runtime/, lists nothing
@@ -101,14 +101,13 @@ def open_box(
     left_out += _undo_followed_links(notebook_dir, runtime / "work")
     for name in ("home", "tmp"):
         (runtime / name).mkdir(mode=0o700)
+    caches = runtime / "home" / sandbox.COMPILED_KERNELS
+    caches.parent.mkdir(mode=0o700)
     if kernel_cache is not None:
-        (runtime / "home" / ".cupy").mkdir(mode=0o700)
-        copy_tree(kernel_cache, runtime / "home" / ".cupy" / "kernel_cache", owner=uid)
+        copy_tree(kernel_cache, caches, owner=uid)
     if uid is not None:
-        for path in (runtime, runtime / "home", runtime / "tmp"):
+        for path in (runtime, runtime / "home", runtime / "tmp", caches.parent):
             os.chown(path, uid, uid)
-        if kernel_cache is not None:
-            os.chown(runtime / "home" / ".cupy", uid, uid)
     owner = uid if uid is not None else os.getpid()
     cgroup = cgroups.create(f"grader-{owner}", limits.memory_bytes)
     policy = dataclasses.replace(

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader.sandbox import NO_GPU_ENVIRONMENT
+from grader.sandbox import compiled_kernels_environment
 
 #: No cell is given less than this (seconds): start-up costs, a busy machine.
 FLOOR_SECONDS = 10
@@ -53,13 +53,17 @@ def _instant(stamp: str) -> datetime:
 
 
 def measure(
-    solution: Path, timeout: int, gpu: bool = True, kernel_cache: Path | None = None
+    solution: Path,
+    timeout: int,
+    environment: dict[str, str] | None = None,
+    kernel_cache: Path | None = None,
 ) -> dict[str, float]:
     """Seconds the solution notebook spends in each cell with a grade id (run here, now).
 
     Only what the kernel runs when grading is timed: the hidden tests are left
-    out; with *gpu* false the GPUs are hidden, as they are from the notebooks.
-    CuPy keeps the kernels it compiles for the solution in *kernel_cache*.
+    out. The kernel gets *environment* on top of this process's (the
+    notebooks' share of the cores, their GPUs or none), so that it compiles as
+    they will; CuPy and JAX keep what they compile in *kernel_cache*.
     """
     from jupyter_client import KernelManager
     from nbclient import NotebookClient
@@ -80,9 +84,9 @@ def measure(
         allow_errors=True,
         resources={"metadata": {"path": str(solution.parent)}},
     )
-    env = dict(os.environ) | ({} if gpu else NO_GPU_ENVIRONMENT)
+    env = dict(os.environ) | (environment or {})
     if kernel_cache is not None:
-        env["CUPY_CACHE_DIR"] = str(kernel_cache)
+        env |= compiled_kernels_environment(str(kernel_cache))
     try:
         client.execute(env=env)
     finally:
@@ -97,12 +101,16 @@ def measure(
 
 
 def budgets_file(
-    course: Path, assignment: str, work: Path, timeout: int, gpu: bool = True
+    course: Path,
+    assignment: str,
+    work: Path,
+    timeout: int,
+    environment: dict[str, str] | None = None,
 ) -> Path | None:
     """A JSON file of the limits for *assignment*, measured once per solution version.
 
     It also names the folder of GPU kernels CuPy compiled for the solution
-    (``kernel_cache``): each notebook's sandbox starts with a copy of it
+    and JAX (``kernel_cache``): each notebook's sandbox starts with a copy of it
     (:func:`grader.box.open_box`), so a notebook compiles only what the
     solution did not, and nothing of another student's reaches it.
     ``None`` (every cell keeps *timeout*) when the solution cannot be run here.
@@ -111,13 +119,15 @@ def budgets_file(
     if not solution.is_file():
         return None
     digest = hashlib.sha256(solution.read_bytes()).hexdigest()[:16]
-    name = f"cell-budgets-{digest}-{'gpu' if gpu else 'no-gpu'}"
+    # the notebooks' environment decides what is compiled, and how fast
+    setting = hashlib.sha256(json.dumps(environment or {}, sort_keys=True).encode()).hexdigest()
+    name = f"cell-budgets-{digest}-{setting[:8]}"
     target, kernel_cache = work / f"{name}.json", work / f"{name}-kernels"
     if not target.is_file():
         shutil.rmtree(kernel_cache, ignore_errors=True)
         kernel_cache.mkdir(mode=0o700, parents=True)
         try:
-            times = measure(solution, timeout, gpu, kernel_cache)
+            times = measure(solution, timeout, environment, kernel_cache)
         except Exception as error:  # noqa: BLE001  (the solution failing here only costs speed)
             print(
                 f"grader: cell limits not measured ({type(error).__name__}); "

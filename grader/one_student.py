@@ -145,6 +145,7 @@ _FAILURES = (
     ("DeadKernelError", "the kernel died while a cell ran (the notebook ended it, or it crashed)"),
     ("Kernel died before replying", "the kernel died while starting"),
     ("Kernel didn't respond", "the kernel did not start in time"),
+    ("CellTimeoutError", "a cell ran past its time limit and went on after the interrupt"),
 )
 
 

@@ -259,6 +259,25 @@ THREAD_VARIABLES = (
 NO_GPU_ENVIRONMENT = {"CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu"}
 
 
+#: Where in a kernel's HOME the compilers' caches are (grader.cell_budgets seeds them).
+COMPILED_KERNELS = ".cache/compiled-kernels"
+
+
+def compiled_kernels_environment(folder: str) -> dict[str, str]:
+    """The variables that make CuPy and JAX keep the kernels they compile in *folder*.
+
+    JAX keeps every compiled program, however quick to compile or small (its
+    defaults keep only those over a second), so that a notebook finds the
+    solution's.
+    """
+    return {
+        "CUPY_CACHE_DIR": f"{folder}/cupy",
+        "JAX_COMPILATION_CACHE_DIR": f"{folder}/jax",
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
+    }
+
+
 def kernel_environment(policy: Policy) -> dict[str, str]:
     """Variables the kernel starts with: its share of the cores, its HOME and, maybe, no GPU.
 
@@ -269,9 +288,11 @@ def kernel_environment(policy: Policy) -> dict[str, str]:
     A HOME of its own matters under its own user id: the grader's HOME is not
     writable there, and CuPy stops with a PermissionError when it cannot store
     a kernel it compiled; a HOME shared by students would let one plant
-    compiled kernels for the next.
+    compiled kernels for the next. The compilers' caches are in that HOME.
     """
     env = {"HOME": policy.home} if policy.home else {}
+    if policy.home:
+        env |= compiled_kernels_environment(f"{policy.home}/{COMPILED_KERNELS}")
     if policy.tmpdir and not in_bubblewrap(policy.level):
         env["TMPDIR"] = policy.tmpdir
     if policy.threads > 0:

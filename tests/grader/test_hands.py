@@ -312,7 +312,9 @@ def test_cpu_time_past_the_limit_stops_the_kernel(graded) -> None:
     # killed by the CPU limit while a cell ran; on a loaded machine nbclient may first
     # report the cell that was running out of its time
     reason = " ".join(burns["flags"])
-    assert "the kernel died while a cell ran" in reason or "CellTimeoutError" in reason, burns
+    assert (
+        "the kernel died while a cell ran" in reason or "a cell ran past its time limit" in reason
+    ), burns
 
 
 def test_a_kernel_that_ends_itself_is_reported_in_one_line(graded) -> None:
