@@ -55,9 +55,11 @@ def numba_events() -> Any:
 def span(cp: Any, stream: Any = None) -> Iterator[EventSpan]:
     """Events around the work queued inside the block, on *stream* (default: the current one)."""
     timed = EventSpan(cp)
-    timed.start.record(stream)
+    # no stream argument for the current one: Numba's events refuse None, CuPy's take either
+    on = () if stream is None else (stream,)
+    timed.start.record(*on)
     yield timed
-    timed.end.record(stream)
+    timed.end.record(*on)
 
 
 def event_seconds(
