@@ -327,3 +327,10 @@ def main(args: argparse.Namespace) -> int:
     except (ClusterError, ValueError) as error:
         print(f"python -m demos cluster dask: {error}", file=sys.stderr)
         return 2
+    except ImportError as error:
+        print(
+            f"python -m demos cluster dask: {error.name or 'a package it needs'} is not "
+            "installed (pip install gpu-course-demos, or ./course.sh install)",
+            file=sys.stderr,
+        )
+        return 2

@@ -197,6 +197,15 @@ def test_without_a_batch_system_the_command_says_so() -> None:
     assert "Traceback" not in proc.stderr
 
 
+def test_without_dask_jobqueue_the_command_says_what_to_install(monkeypatch, capsys) -> None:
+    for name in ("dask_jobqueue", "dask_jobqueue.slurm", "dask_jobqueue.lsf"):
+        monkeypatch.setitem(sys.modules, name, None)  # importing it raises ImportError
+    args = argparse_namespace("--scheduler", "slurm", "--dry-run")
+    assert dask_jobs.main(args) == 2
+    error = capsys.readouterr().err
+    assert "dask_jobqueue is not installed" in error and "./course.sh install" in error
+
+
 def test_mpi_notices_ranks_that_cannot_see_each_other(monkeypatch) -> None:
     monkeypatch.setenv(mpi_ranks.LAUNCHED_TASKS_ENV, "4")
     assert mpi_ranks.alone_but_launched_with_others(1) == 4
