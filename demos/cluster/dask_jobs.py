@@ -329,7 +329,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     except ImportError as error:
         print(
-            f"python -m demos cluster dask: {error.name or 'a package it needs'} is not "
+            f"python -m demos cluster dask: {(error.name or '').split('.')[0] or 'a package'} is not "
             "installed (pip install gpu-course-demos, or ./course.sh install)",
             file=sys.stderr,
         )
