@@ -328,9 +328,10 @@ def main(args: argparse.Namespace) -> int:
         print(f"python -m demos cluster dask: {error}", file=sys.stderr)
         return 2
     except ImportError as error:
+        missing = (error.name or "").split(".")[0] or "a package it needs"
         print(
-            f"python -m demos cluster dask: {(error.name or '').split('.')[0] or 'a package'} is not "
-            "installed (pip install gpu-course-demos, or ./course.sh install)",
+            f"python -m demos cluster dask: {missing} is not installed "
+            "(pip install gpu-course-demos, or ./course.sh install)",
             file=sys.stderr,
         )
         return 2
