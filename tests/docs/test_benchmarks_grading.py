@@ -183,3 +183,9 @@ def test_the_seven_assignments() -> None:
         f"{result['wall_seconds'] * 200 / students:.0f} s",
         f"{students * 7} notebooks",
     )
+    assert_quoted(
+        _prose(ROOT / "README.md"),
+        f"{result['wall_seconds']:.1f} s for classes of {students}",
+        f"{students * 7} notebooks",
+        f"{result['wall_seconds'] * 200 / students:.0f} s for 200",
+    )
