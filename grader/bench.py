@@ -222,7 +222,9 @@ def bench(
     )
     from demos import provenance  # which grading code and versions this time belongs to
 
-    stamped = provenance.stamp(result, ["grader", "demos/grading"])
+    # the grader, and what of demos it runs: the kernel side and the shared testing core
+    sources = ["grader", "demos/grading", "demos/kernel_testing.py", "demos/cupy_standin.py"]
+    stamped = provenance.stamp(result, sources)
     path.write_text(json.dumps(stamped, indent=1) + "\n")
     return path
 
