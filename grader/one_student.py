@@ -123,8 +123,15 @@ def student_copy(
 
 
 @functools.cache
-def _forkserver() -> multiprocessing.context.BaseContext:
-    """The context whose processes fork from one server with nbgrader already imported."""
+def _forkserver(threads: int) -> multiprocessing.context.BaseContext:
+    """The context whose processes fork from one server with nbgrader already imported.
+
+    The server starts with the notebooks' share of the cores for the numerical
+    libraries (*threads*): NumPy sizes its BLAS thread pool when it is imported
+    there, and a hidden test's reference computation with one thread per core
+    of the machine, in sixteen grading processes at once, spins more than it works.
+    """
+    os.environ.update(dict.fromkeys(sandbox.THREAD_VARIABLES, str(threads)))
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["grader.autograde_one"])
     return context
@@ -181,9 +188,11 @@ def grade_student(batch: Batch, student: str, template: Path, uid: int | None) -
         env["JUPYTER_RUNTIME_DIR"] = str(root / "jupyter-runtime")
         env[FLAGS_ENV] = str(root / "flags.jsonl")
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        # the grading process and its simulator: the notebooks' share of the cores, too
+        env |= dict.fromkeys(sandbox.THREAD_VARIABLES, str(batch.threads))
         from grader import autograde_one  # nbgrader's imports: only when grading
 
-        proc = _forkserver().Process(
+        proc = _forkserver(batch.threads).Process(
             target=autograde_one.grade,
             args=(str(root), batch.assignment, student, env, str(root / "autograde.log")),
         )
