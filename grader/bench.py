@@ -132,6 +132,39 @@ def cell_scores(course: Path, assignment: str, student: str) -> dict[str, float 
         }
 
 
+def unlike_the_rest(course: Path, assignment: str, outcomes: list[batch_mod.Outcome]) -> list[dict]:
+    """The notebooks of one kind whose score is not the kind's most common one.
+
+    Every notebook of a kind is the same answer, so any score unlike the
+    others is a grading fault (a limit reached under load, a flaky test):
+    each comes with its cells' scores and its graded cells' errors.
+    """
+    scores = [o.score for o in outcomes]
+    usual = max(set(scores), key=scores.count) if scores else None
+    return [
+        {
+            "student": o.student,
+            "score": o.score,
+            "cell_scores": cell_scores(course, assignment, o.student),
+            "errors": cell_errors(course, assignment, o.student),
+        }
+        for o in outcomes
+        if o.score != usual
+    ]
+
+
+def cell_errors(course: Path, assignment: str, student: str) -> dict[str, str]:
+    """Each graded cell's error in one student's autograded notebook, one line each."""
+    found: dict[str, str] = {}
+    for path in sorted((course / "autograded" / student / assignment).glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+            for output in cell.get("outputs", []):
+                if grade_id and output.get("output_type") == "error":
+                    found[grade_id] = f"{output.get('ename')}: {output.get('evalue', '')}"[:300]
+    return found
+
+
 def _nbgrader(course: Path, *args: str) -> float:
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
@@ -273,6 +306,8 @@ def _assignment_result(
                 "flags": sorted({f for o in v for f in o.flags}),
                 # to compare graders cell by cell (CPU against GPU)
                 "cell_scores": cell_scores(copy, assignment, first_of_kind[kind]),
+                # the same answer should get the same score: which did not, and why
+                "unlike_the_rest": unlike_the_rest(copy, assignment, v),
             }
             for kind, v in per_kind.items()
         },

@@ -12,13 +12,15 @@ a split by speed before halos and statistics).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbgrader_driver import assert_all_succeeded, hand_in, make_course, run_nbgrader, scores
 
-from grader.bench import cell_scores, submission
+from grader.bench import cell_scores, submission, unlike_the_rest
+from grader.one_student import Outcome
 
 pytestmark = pytest.mark.slow
 
@@ -48,3 +50,16 @@ def test_partial_student_gets_the_first_part_only(graded: Path, assignment: str)
     assert cell_scores(graded, assignment, "partial") == {
         cell: first.get(cell, 0.0) for cell in cell_scores(graded, assignment, "partial")
     }
+
+
+def test_a_score_unlike_its_kinds_comes_with_its_failing_cells(graded: Path) -> None:
+    """The bench names a notebook graded unlike the rest of its kind, with its failed cells."""
+    partial = Outcome("partial", "graded", 5.0, 10.0)
+    same = [Outcome(f"twin{i}", "graded", 5.0, 10.0) for i in range(2)]
+    assert unlike_the_rest(graded, "kernel_patterns", [*same, Outcome("x", "graded", 5.0)]) == []
+    [odd] = unlike_the_rest(graded, "kernel_patterns", [*same, replace(partial, score=3.0)])
+    assert odd["student"] == "partial" and odd["score"] == 3.0
+    assert odd["cell_scores"]["pat-test-histogram"] == 2.0
+    # the unwritten block maximum's tests failed, each with its error; the passed cells have none
+    assert set(odd["errors"]) == {"pat-test-max", "pat-test-max-how"}
+    assert all(": " in text for text in odd["errors"].values())
