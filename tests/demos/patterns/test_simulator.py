@@ -463,15 +463,6 @@ def row_norms(x):
 """
     ok, said = _verdict("row_norms", hard_coded, capsys)
     assert not ok and "get_array_module" in said and "CuPy stand-in" in said
-    with_cupy_module = """
-import cupy
-def row_norms(x):
-    xp = cupy.get_array_module(x)
-    return xp.einsum("ij,ij->i", x, x)
-"""
-    pytest.importorskip("cupy")
-    ok, said = _verdict("row_norms", with_cupy_module, capsys)
-    assert ok, said
     whole_matrix = """
 from demos.distance.generic import get_array_module
 def nearest_neighbour(x):
@@ -484,6 +475,15 @@ def nearest_neighbour(x):
 """
     ok, said = _verdict("nearest_neighbour", whole_matrix, capsys)
     assert not ok and "only the 2 indices need to travel" in said
+    with_cupy_module = """
+import cupy
+def row_norms(x):
+    xp = cupy.get_array_module(x)
+    return xp.einsum("ij,ij->i", x, x)
+"""
+    pytest.importorskip("cupy")  # last: the cases above need no CuPy
+    ok, said = _verdict("row_norms", with_cupy_module, capsys)
+    assert ok, said
 
 
 def test_rows_of_a_shared_tile_are_told_apart() -> None:
