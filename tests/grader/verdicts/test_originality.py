@@ -4,8 +4,12 @@ Students get the course package, the chapters' model answers included
 (``demos/checks/answers/``, printed by ``show_answer``). An assignment whose
 solution is one of those files grades copying, not the skill: the
 ``kernel_patterns`` histogram used to share 92 % of its lines with the
-chapter's ``histogram_shared``. ``kernel_patterns``, ``cupy_port`` and
-``multigpu`` therefore ask for new problems that need the chapters' skills.
+chapter's ``histogram_shared``, and ``simt`` and ``numba_distance`` asked for
+chapter 2's ``add_to_kernel``/``blocks_for`` and chapter 4's coalesced distance
+kernel again. ``kernel_patterns``, ``cupy_port``, ``multigpu``, ``simt`` (heat
+diffusion in a rod) and ``numba_distance`` (a batch of Manhattan distance
+matrices on a 3-D grid) therefore ask for new problems that need the chapters'
+skills.
 For every solution cell of these assignments:
 
 * no function has the structure of a function of the course package
@@ -26,7 +30,7 @@ import pytest
 from grader.verdicts.originality import fingerprint, matches_course_code
 from helpers import ROOT
 
-TRANSFER_ASSIGNMENTS = ["kernel_patterns", "cupy_port", "multigpu"]
+TRANSFER_ASSIGNMENTS = ["kernel_patterns", "cupy_port", "multigpu", "simt", "numba_distance"]
 #: The largest share of a solution's lines that one model answer may hold.
 MOST_SHARED_LINES = 1 / 3
 
