@@ -33,6 +33,10 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
         "demos.patterns.matmul_bench",
         "chapter 4b: naive vs shared-memory tiled matrix multiply, and cuBLAS",
     ),
+    ("bench", "inflight"): (
+        "demos.patterns.inflight_bench",
+        "chapter 4b: a sum's read rate by block size and loads in flight",
+    ),
     ("bench", "lessons"): (
         "demos.lessons.bench",
         "the measured lessons: divergence, coalescing, copies, NumPy",
