@@ -230,3 +230,65 @@ def test_combine_kernel_accepts_other_correct_c(operation, capsys) -> None:
     """A local variable, a compound assignment or another order is still right C: not refused."""
     spec = {**_defined(answer_source("combine_kernel"), "combine_kernel"), "operation": operation}
     assert passes("combine_kernel", spec) is True, capsys.readouterr().out
+
+
+# --- the checks' real-GPU branches: run on a GPU node (pytest -m gpu) -------------------------
+@pytest.mark.gpu
+def test_combine_kernel_is_compiled_by_cupy_on_a_gpu(monkeypatch, capsys) -> None:
+    """On a GPU the student's strings go through cupy.ElementwiseKernel and CuPy's result is the
+    one compared: the model answer passes saying so, a wrong formula fails with CuPy's value."""
+    from demos import hardware
+
+    if not hardware.cupy_available():
+        pytest.skip(hardware.cupy_status()[1])
+    import cupy
+
+    built = []
+    original = cupy.ElementwiseKernel
+
+    def counted(*args, **kwargs):
+        built.append(args[2])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(cupy, "ElementwiseKernel", counted)
+    spec = _defined(answer_source("combine_kernel"), "combine_kernel")
+    assert passes("combine_kernel", spec) is True
+    assert "compiled by CuPy and run on the GPU" in capsys.readouterr().out
+    assert built and set(built) == {spec["operation"]}
+    wrong = {**spec, "operation": "d = x2_i - 2 * xy + x2_i"}
+    assert passes("combine_kernel", wrong) is False
+    assert "your kernel gives 2, expected 1" in capsys.readouterr().out
+    assert built[-1] == wrong["operation"]
+
+
+@pytest.mark.gpu
+def test_distance_on_device_runs_a_shape_only_a_gpu_gets(capsys) -> None:
+    """On a GPU the check adds a 1000 x 3001 output: the model answer passes; a grid capped at 64
+    blocks of columns, right for every simulator shape, leaves columns unwritten there."""
+    from demos.checks._harness import on_gpu
+
+    assert on_gpu(), "a GPU, but Numba runs the simulator"
+    model = answer_source("distance_on_device")
+    assert passes("distance_on_device", _defined(model, "distance_on_device")) is True
+    capsys.readouterr()
+    full = "grid = (math.ceil(y.shape[0] / BLOCK[0]), "
+    assert full in model
+    capped = model.replace(full, "grid = (min(math.ceil(y.shape[0] / BLOCK[0]), 64), ")
+    assert passes("distance_on_device", _defined(capped, "distance_on_device")) is False
+    said = capsys.readouterr().out
+    assert "1000 x 3001 output" in said and "unwritten" in said, said
+
+
+@pytest.mark.gpu
+def test_batch_trial_trains_on_the_gpu_and_allows_its_larger_batches(capsys) -> None:
+    """On a GPU the check trains on the GPU and accepts batches up to 16,384 (512 on a CPU): the
+    model answer passes naming the GPU, a batch past the GPU's limit is refused."""
+    pytest.importorskip("keras")
+    from demos.checks import cnn_checks
+
+    model = _defined(answer_source("batch_trial"), "batch_trial")
+    assert passes("batch_trial", model) is True
+    assert "on this machine's GPU" in capsys.readouterr().out
+    too_large = {"batch_size": cnn_checks.LARGEST_BATCH["gpu"] + 1, "predicted_speedup": 4}
+    assert passes("batch_trial", too_large) is False
+    assert "from 1 to 16384 on the gpu" in capsys.readouterr().out

@@ -174,3 +174,20 @@ def test_the_course_kernel_passes_at_any_tile(tile: int, capsys) -> None:
     assert passes("tiled_matmul", matmul.tiled_matmul_kernel(tile)), capsys.readouterr().out
     assert f"{tile} x {tile} tiles" in capsys.readouterr().out
     assert matmul.tile_of(matmul.tiled_matmul_kernel(tile)) == tile
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_compiled_kernel_runs_and_a_write_past_the_edge_is_caught(capsys) -> None:
+    """The check's GPU branch launches the compiled kernel on 300 x 500 times 500 x 200 into a
+    guarded output: the model answer passes, a kernel without the column guard writes into the
+    guard band (on a GPU nothing raises) and is named for it."""
+    from demos.checks import pattern_checks
+
+    assert pattern_checks.on_gpu(), "a GPU, but Numba runs the simulator"
+    ok, said = _verdict(MODEL, capsys)
+    assert ok, said
+    guard = "    if i < c.shape[0] and j < c.shape[1]:\n        c[i, j] = acc"
+    assert guard in MODEL
+    unguarded = MODEL.replace(guard, "    if i < c.shape[0]:\n        c[i, j] = acc")
+    with pytest.raises(pattern_checks.CheckFailed, match="wrote outside the output"):
+        pattern_checks._on_the_gpu(_kernel(unguarded), 16)
