@@ -2,9 +2,8 @@
 
 A throw-away copy of the course gets synthetic submissions for each assignment,
 cycling through a class of twenty: 12 correct, 4 partial (only the first
-exercise done, or one part wrong where there is one answer cell), 1 looping,
-1 memory-hungry and 2 hostile (test cells blanked by an input transformer,
-writes at the gradebook). All of them are
+answer cell done), 1 looping, 1 memory-hungry and 2 hostile (test cells
+blanked by an input transformer, writes at the gradebook). All of them are
 graded in one run of ``python -m grader autograde`` with *workers* processes;
 then a sample of the correct and partial ones is also graded by plain serial
 ``nbgrader autograde`` (the others are unsafe without the sandbox) to give the
@@ -44,22 +43,14 @@ _EXTRA_CELL = {
 }
 
 
-#: Partial answers of assignments with a single answer cell: (text in it, replacement).
-_PARTIAL_EDITS = {
-    # 128 units instead of 64: the structure test fails, the forward pass still matches
-    "cnn": ("layers.Dense(64,", "layers.Dense(128,"),
-}
-
-
 def submission(course: Path, assignment: str, kind: str) -> nbformat.NotebookNode:
-    """A synthetic notebook of the given *kind* for *assignment*."""
+    """A synthetic notebook of the given *kind* for *assignment*.
+
+    A partial one is the blank release with the solution's first answer cell
+    filled in: every assignment has several answer cells, each for its own
+    graded part, so it earns that part's points and no others.
+    """
     solved = nbformat.read(course / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
-    if kind == "partial" and assignment in _PARTIAL_EDITS:
-        old, new = _PARTIAL_EDITS[assignment]
-        for cell in solved.cells:
-            if cell.metadata.get("nbgrader", {}).get("solution") and old in cell.source:
-                cell.source = cell.source.replace(old, new)
-        return solved
     if kind == "partial":
         blank = nbformat.read(
             course / "exercises" / assignment / f"{assignment}.ipynb", as_version=4

@@ -5,8 +5,11 @@ and submissions that cut corners what a fair grader gives: the course
 package's own kernels score 0, and so do chapter 4b's model answers pasted in
 (the assignment asks for other kernels), a histogram without the shared-memory
 step keeps only its correctness points, a block maximum that starts from the
-sum's 0 loses its part, a pipeline that still waits for the GPU in every
-iteration loses the synchronisation points. Without a GPU the kernels run in
+sum's 0 loses its part, a monitor that still waits for the GPU in every
+iteration (a ``float``, a print, an ``if`` on a device value) loses the
+synchronisation points, and timeline answers built on the course's timeline
+code, or on chapter 4a's two-stream formula where any plan is asked for,
+score nothing. Without a GPU the kernels run in
 Numba's CUDA simulator and the array module is NumPy behind a counter; the
 hidden tests count the same things on a GPU grader, so the scores are the same.
 """
@@ -114,27 +117,55 @@ RACES = {
     ),
 }
 STILL_SYNCING = {
-    ("profiling", "prof-fast"): "def fast_pipeline(xp, batches):\n"
-    "    return slow_pipeline(xp, batches)\n",
+    ("profiling", "prof-fast"): "def fast_monitor(xp, windows, threshold):\n"
+    "    return slow_monitor(xp, windows, threshold)\n",
 }
-COURSE_TIMELINE = {
-    ("profiling", "prof-timeline"): "from demos.profiling import timeline as _t\n"
-    "def idle_time(intervals):\n"
-    "    return _t.summary([_t.Interval('x', 'a', s, e) for s, e in intervals])['idle_ms']\n"
-    "overlap_time = lambda a, b: _t.overlap_time([_t.Interval('x', 'a', *i) for i in a],\n"
-    "                                            [_t.Interval('x', 'b', *i) for i in b])\n",
+COURSE_TIMELINE = {  # the course's timeline code for the peak, chapter 4a's pipeline model pasted
+    ("profiling", "prof-peak"): "from demos.profiling import timeline as _t\n"
+    "def peak_concurrency(intervals):\n"
+    "    steps = _t.from_records([{'name': 's', 'lane': 'a', 'start_ms': s, 'end_ms': e}\n"
+    "                             for s, e in intervals])\n"
+    "    instants = sorted([(iv.start, 1) for iv in steps] + [(iv.end, -1) for iv in steps])\n"
+    "    most, time, running, since = 0, 0.0, 0, 0.0\n"
+    "    for t, change in instants:\n"
+    "        if running and running == most:\n"
+    "            time += t - since\n"
+    "        running += change\n"
+    "        if running > most:\n"
+    "            most, time = running, 0.0\n"
+    "        since = t\n"
+    "    return most, time\n",
+    ("profiling", "prof-predict"): "def predict_timeline(plan):\n"
+    "    compute, copy = plan[0][1], plan[1][1]\n"
+    "    blocks = len(plan) // 2\n"
+    "    end = compute + copy + (blocks - 1) * max(compute, copy)\n"
+    "    return [(0.0, end)] * len(plan)\n",
 }
-ONE_ASNUMPY = {  # another right answer: one transfer of all results, with xp.asnumpy
-    ("profiling", "prof-fast"): "def fast_pipeline(xp, batches):\n"
-    "    means, largest = [], []\n"
-    "    for batch in batches:\n"
-    "        p = xp.asarray(batch)\n"
-    "        x2 = (p * p).sum(axis=1)\n"
-    "        d = x2[:, None] - 2 * (p @ p.T) + x2[None, :]\n"
-    "        means.append(d.mean())\n"
-    "        largest.append(d.max())\n"
-    "    host = xp.asnumpy(xp.stack([xp.stack(means), xp.stack(largest)]))\n"
-    "    return float(host[0].mean()), float(host[1].max())\n",
+ONE_ASNUMPY = {  # another right answer: the levels stay on the device, one transfer, NumPy after
+    ("profiling", "prof-fast"): "def fast_monitor(xp, windows, threshold):\n"
+    "    levels = []\n"
+    "    for window in windows:\n"
+    "        x = xp.asarray(window)\n"
+    "        levels.append(xp.max(xp.sqrt(xp.mean(x ** 2, axis=1))))\n"
+    "    levels = xp.asnumpy(xp.stack(levels))\n"
+    "    above = np.flatnonzero(levels > threshold)\n"
+    "    if len(above) == 0:\n"
+    "        return 0, 0.0, -1\n"
+    "    k = int(above[np.argmax(levels[above])])\n"
+    "    return len(above), float(levels[k]), k\n",
+}
+IF_ON_THE_DEVICE = {  # right numbers, but an if on a device value in every iteration
+    ("profiling", "prof-fast"): "def fast_monitor(xp, windows, threshold):\n"
+    "    alarms, loudest, index = xp.zeros(()), xp.zeros(()), xp.full((), -1.0)\n"
+    "    for k, window in enumerate(windows):\n"
+    "        x = xp.asarray(window)\n"
+    "        level = xp.sqrt((x * x).mean(axis=1)).max()\n"
+    "        if level > threshold:\n"
+    "            alarms += 1\n"
+    "            index = xp.where(level > loudest, k, index)\n"
+    "            loudest = xp.maximum(loudest, level)\n"
+    "    host = xp.asnumpy(xp.stack([alarms, loudest, index]))\n"
+    "    return int(host[0]), float(host[1]), int(host[2])\n",
 }
 # student -> (assignment, replaced cells, expected score out of 10)
 SHORTCUTS = {
@@ -143,9 +174,10 @@ SHORTCUTS = {
     "hana": ("kernel_patterns", MAX_FROM_ZERO, 5.0),  # the histogram (5), the max 0
     "jade": ("kernel_patterns", CHAPTER_ANSWERS, 0.0),  # the chapter's answers solve other problems
     "ivan": ("kernel_patterns", RACES, 4.0),  # right values (2 + 2), both "how" parts 0
-    "emil": ("profiling", STILL_SYNCING, 6.0),  # right numbers (2) + timeline (4), syncs 0
-    "fay": ("profiling", COURSE_TIMELINE, 6.0),  # pipeline (6), the course's timeline code 0
+    "emil": ("profiling", STILL_SYNCING, 6.0),  # right numbers (2) + timelines (4), syncs 0
+    "fay": ("profiling", COURSE_TIMELINE, 6.0),  # monitor (6); course code, chapter's formula 0
     "gus": ("profiling", ONE_ASNUMPY, 10.0),  # a different right answer gets full marks
+    "kim": ("profiling", IF_ON_THE_DEVICE, 6.0),  # right numbers (2) + timelines (4), syncs 0
 }
 
 

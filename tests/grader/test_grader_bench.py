@@ -5,9 +5,11 @@ only the first part of an assignment (:func:`grader.bench.submission`). Its
 timings and score tables mean something only if such a notebook gets that
 part's points and no others. Graded here by real ``nbgrader autograde`` in a
 copy of ``solutions/`` (an instructor-only test) for ``kernel_patterns``,
-``cupy_port`` and ``multigpu``, whose parts are separate problems (a weighted
-histogram before a block maximum, an affinity matrix before a banded density,
-a split by speed before halos and statistics).
+``cupy_port``, ``multigpu``, ``profiling`` and ``cnn``, whose parts are
+separate problems (a weighted histogram before a block maximum, an affinity
+matrix before a banded density, a split by speed before halos and statistics,
+a monitor's decisions on the device before timelines, a parameter count
+before the model).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from nbgrader_driver import assert_all_succeeded, hand_in, make_course, run_nbgr
 
 from grader.bench import cell_scores, submission, unlike_the_rest
 from grader.one_student import Outcome
+from helpers import ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +32,17 @@ FIRST_PART = {
     "kernel_patterns": {"pat-test-histogram": 2.0, "pat-test-histogram-how": 3.0},
     "cupy_port": {"cupy-test-affinities": 5.0},
     "multigpu": {"multi-test-split": 3.0},
+    "profiling": {"prof-test-values": 2.0, "prof-test-syncs": 4.0},
+    "cnn": {"cnn-test-params": 2.0},
 }
+
+
+def test_every_assignment_has_several_answer_cells() -> None:
+    """A partial student is the first answer cell only: with one cell it would be a full one."""
+    for solution in sorted((ROOT / "solutions").glob("*/*.ipynb")):
+        cells = nbformat.read(solution, as_version=4).cells
+        answers = [c for c in cells if c.metadata.get("nbgrader", {}).get("solution")]
+        assert len(answers) >= 2, f"{solution.name}: a partial student needs two answer cells"
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,15 @@ solution is one of those files grades copying, not the skill: the
 ``kernel_patterns`` histogram used to share 92 % of its lines with the
 chapter's ``histogram_shared``, and ``simt`` and ``numba_distance`` asked for
 chapter 2's ``add_to_kernel``/``blocks_for`` and chapter 4's coalesced distance
-kernel again. ``kernel_patterns``, ``cupy_port``, ``multigpu``, ``simt`` (heat
-diffusion in a rod) and ``numba_distance`` (a batch of Manhattan distance
-matrices on a 3-D grid) therefore ask for new problems that need the chapters'
-skills.
+kernel again, ``profiling`` a distance pipeline close to chapter 4a's
+``sync_free_total`` and ``cnn`` chapter 5's own network. ``kernel_patterns``,
+``cupy_port``, ``multigpu``, ``simt`` (heat diffusion in a rod),
+``numba_distance`` (a batch of Manhattan distance matrices on a 3-D grid),
+``profiling`` (alarm decisions made on the device; the peak concurrency of a
+timeline and the timeline of a plan of streams and events) and ``cnn`` (a
+digits network with batch normalisation and a global average pooling head,
+and its parameters counted by hand) therefore ask for new problems that need
+the chapters' skills.
 For every solution cell of these assignments:
 
 * no function has the structure of a function of the course package
@@ -30,7 +35,15 @@ import pytest
 from grader.verdicts.originality import fingerprint, matches_course_code
 from helpers import ROOT
 
-TRANSFER_ASSIGNMENTS = ["kernel_patterns", "cupy_port", "multigpu", "simt", "numba_distance"]
+TRANSFER_ASSIGNMENTS = [
+    "kernel_patterns",
+    "cupy_port",
+    "multigpu",
+    "simt",
+    "numba_distance",
+    "profiling",
+    "cnn",
+]
 #: The largest share of a solution's lines that one model answer may hold.
 MOST_SHARED_LINES = 1 / 3
 

@@ -162,16 +162,17 @@ def _hidden_lines(solution: Path) -> list[str]:
 
 
 #: A profiling answer that waits for the device in its loop, then clears the counter it was given.
-COUNTER_RESET = """def fast_pipeline(xp, batches):
-    total_mean, largest = 0.0, 0.0
-    for batch in batches:
-        p = xp.asarray(batch)
-        x2 = (p * p).sum(axis=1)
-        d = x2[:, None] - 2 * (p @ p.T) + x2[None, :]
-        total_mean += float(d.mean())
-        largest = max(largest, float(d.max()))
+COUNTER_RESET = """def fast_monitor(xp, windows, threshold):
+    alarms, loudest, loudest_window = 0, 0.0, -1
+    for k, window in enumerate(windows):
+        x = xp.asarray(window)
+        level = xp.sqrt((x * x).mean(axis=1)).max()
+        if level > threshold:
+            alarms += 1
+            if float(level) > loudest:
+                loudest, loudest_window = float(level), k
     xp.counter.reset()
-    return total_mean / len(batches), largest
+    return alarms, loudest, loudest_window
 """
 
 
@@ -185,7 +186,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Path:
         for kind in ("hooks", "patches", "snoop"):
             hand_in(root, kind, assignment, _attack(release, solution, kind))
     reset = nbformat.read(root / "solutions" / "profiling" / "profiling.ipynb", as_version=4)
-    next(c for c in _answer_cells(reset) if "def fast_pipeline" in c.source).source = COUNTER_RESET
+    next(c for c in _answer_cells(reset) if "def fast_monitor" in c.source).source = COUNTER_RESET
     hand_in(root, "counter-reset", "profiling", nbformat.writes(reset))
     os.environ["COURSE_GRADING_SECRET"] = SECRET
     try:
@@ -209,7 +210,7 @@ def test_attacks_from_the_kernel_do_not_change_verdicts(
 
 
 def test_a_counter_the_tests_read_cannot_be_cleared_by_the_answer(graded: Path) -> None:
-    # right numbers (2) and the timeline (4); the syncs part (4) sees every wait
+    # right numbers (2) and the timelines (4); the syncs part (4) sees every wait
     assert scores(graded)[("profiling", "counter-reset")] == (6.0, 10.0)
 
 
