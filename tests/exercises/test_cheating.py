@@ -285,8 +285,38 @@ CASES = [
         },
         7,
     ),
-    # cnn: 5 (structure) + 5 (forward)
-    ("cnn-course-code", "cnn", {"cnn-model": "from demos.cnn.model import build_model"}, 0),
+    # cnn: 2 (conv_params) + 4 (structure) + 4 (forward)
+    ("cnn-course-code", "cnn", {"cnn-model": "from demos.cnn.model import build_model"}, 2),
+    (  # chapter 5's network written out: another model for other images
+        "cnn-chapter-model",
+        "cnn",
+        {
+            "cnn-model": (
+                "def build_model():\n"
+                "    return keras.Sequential([\n"
+                "        keras.Input(shape=(32, 32, 3)),\n"
+                "        layers.Conv2D(32, 3, activation='relu'), layers.MaxPooling2D(2),\n"
+                "        layers.Conv2D(64, 3, activation='relu'), layers.MaxPooling2D(2),\n"
+                "        layers.Conv2D(64, 3, activation='relu'), layers.Flatten(),\n"
+                "        layers.Dense(64, activation='relu'), layers.Dense(10)])"
+            )
+        },
+        2,
+    ),
+    (  # the bias counted whether there is one or not: the model itself is right
+        "cnn-bias-always",
+        "cnn",
+        {
+            "cnn-params": (
+                "def conv_params(kernel_size, in_channels, filters, use_bias=True):\n"
+                "    if isinstance(kernel_size, int):\n"
+                "        kernel_size = (kernel_size, kernel_size)\n"
+                "    kh, kw = kernel_size\n"
+                "    return filters * (kh * kw * in_channels + 1)"
+            )
+        },
+        8,
+    ),
 ]
 #: Each case's score cell by cell: the same table must hold on a CPU and on a GPU grader,
 #: so a grader with a GPU can neither move points between cells nor add any.
@@ -331,7 +361,9 @@ CELL_SCORES = {
         "multi-test-smooth": 4,
         "multi-test-moments": 0,
     },
-    "cnn-course-code": {"cnn-test-structure": 0, "cnn-test-forward": 0},
+    "cnn-course-code": {"cnn-test-params": 2, "cnn-test-structure": 0, "cnn-test-forward": 0},
+    "cnn-chapter-model": {"cnn-test-params": 2, "cnn-test-structure": 0, "cnn-test-forward": 0},
+    "cnn-bias-always": {"cnn-test-params": 0, "cnn-test-structure": 4, "cnn-test-forward": 4},
 }
 
 # A correct answer that writes to stderr: nbgrader scores a graded cell with
