@@ -1,12 +1,14 @@
 """Submissions that cheat or cut corners, graded by real ``nbgrader autograde``.
 
 Each case is the instructor's solution with one change a student might make:
-importing the course's own code, using a forbidden helper, an answer that only
-works for NumPy, a kernel without bounds check or with the uncoalesced index
-order, collecting results from one device before the next has its work,
-patching ``np.testing.assert_allclose`` (with an empty kernel), an IPython
-input transformer that disables the checks, printing to stderr or printing
-hidden inputs. Every case must get what a fair grader gives, the same on a
+importing the course's own code (or pasting a chapter's model answer), using
+a forbidden helper, an answer that only works for NumPy, a kernel without
+bounds check, with the uncoalesced index order or with a loop where each
+thread should compute one entry, a stencil updated in place, collecting
+results from one device before the next has its work, patching
+``np.testing.assert_allclose`` (with an empty kernel), an IPython input
+transformer that disables the checks, printing to stderr or printing hidden
+inputs. Every case must get what a fair grader gives, the same on a
 CPU grader as on a GPU one (the checks run the same way on both), and no
 feedback may show hidden inputs. All cases run in one nbgrader batch, under
 a course secret, to keep this quick.
@@ -30,6 +32,7 @@ from nbgrader_driver import (
 )
 
 from grader.bench import cell_scores
+from helpers import ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -49,42 +52,82 @@ def _replace(nb: nbformat.NotebookNode, grade_id: str, source: str) -> nbformat.
 
 #: (student, assignment, {grade_id: new source}, expected score). Full marks are 10 everywhere.
 CASES = [
-    # simt: 2 (global_index) + 4 (kernel) + 4 (launch)
+    # simt: 2 (reader_blocks) + 4 (heat_step) + 4 (diffuse)
     (
         "simt-course-code",
         "simt",
         {
             "simt-launch": (
                 "from demos.simt import blocks_for\n"
-                "def launch_saxpy(a, x, y, threads_per_block=32):\n"
-                "    out = np.zeros_like(x)\n"
-                "    saxpy[blocks_for(x.shape[0], threads_per_block), threads_per_block]"
-                "(a, x, y, out)\n"
-                "    return out"
+                "def diffuse(u, r, steps, threads_per_block=32):\n"
+                "    current = cuda.to_device(u)\n"
+                "    following = cuda.device_array_like(current)\n"
+                "    for _ in range(steps):\n"
+                "        heat_step[blocks_for(u.shape[0], threads_per_block), threads_per_block]"
+                "(current, r, following)\n"
+                "        current, following = following, current\n"
+                "    return current.copy_to_host()"
             )
         },
         6,
     ),
-    (
+    (  # diffuse runs the unguarded kernel too: both kernel parts are lost
         "simt-no-bounds-check",
         "simt",
         {
             "simt-kernel": (
                 "@cuda.jit\n"
-                "def saxpy(a, x, y, out):\n"
-                "    i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x\n"
-                "    out[i] = a * x[i] + y[i]"
+                "def heat_step(u, r, out):\n"
+                "    i = cuda.grid(1)\n"
+                "    left = u[i - 1] if i > 0 else u[i]\n"
+                "    right = u[i + 1] if i < u.shape[0] - 1 else u[i]\n"
+                "    out[i] = u[i] + r * (left - 2 * u[i] + right)"
             )
         },
         2,
+    ),
+    (  # right values, but one thread walks the whole rod: the partial grid shows it
+        "simt-loop-in-kernel",
+        "simt",
+        {
+            "simt-kernel": (
+                "@cuda.jit\n"
+                "def heat_step(u, r, out):\n"
+                "    if cuda.grid(1) == 0:\n"
+                "        last = u.shape[0] - 1\n"
+                "        for i in range(u.shape[0]):\n"
+                "            left = u[i - 1] if i > 0 else u[i]\n"
+                "            right = u[i + 1] if i < last else u[i]\n"
+                "            out[i] = u[i] + r * (left - 2 * u[i] + right)"
+            )
+        },
+        6,
     ),
     (
         "simt-numpy-launch",
         "simt",
         {
             "simt-launch": (
-                "def launch_saxpy(a, x, y, threads_per_block=32):\n"
-                "    return (a * x + y).astype(x.dtype)"
+                "def diffuse(u, r, steps, threads_per_block=32):\n"
+                "    for _ in range(steps):\n"
+                "        padded = np.pad(u, 1, mode='edge')\n"
+                "        u = (u + r * (padded[:-2] - 2 * u + padded[2:])).astype(u.dtype)\n"
+                "    return u.copy()"
+            )
+        },
+        6,
+    ),
+    (  # one device array read and written by the same step: neighbours already overwritten
+        "simt-in-place",
+        "simt",
+        {
+            "simt-launch": (
+                "def diffuse(u, r, steps, threads_per_block=32):\n"
+                "    blocks = (u.shape[0] + threads_per_block - 1) // threads_per_block\n"
+                "    current = cuda.to_device(u)\n"
+                "    for _ in range(steps):\n"
+                "        heat_step[blocks, threads_per_block](current, r, current)\n"
+                "    return current.copy_to_host()"
             )
         },
         6,
@@ -93,29 +136,30 @@ CASES = [
         "simt-disables-checks",
         "simt",
         {
-            "simt-global-index": (
-                "def global_index(block_index, block_size, thread_index):\n"
-                "    return 0\n"
+            "simt-reader-blocks": (
+                "def reader_blocks(element, n, threads_per_block):\n"
+                "    return [0]\n"
                 "get_ipython().input_transformers_post.append(\n"
                 "    lambda lines: [l.replace('assert ', 'assert True or ')"
                 ".replace('grading.expect(', 'print(')\n"
                 "                   for l in lines])"
             )
         },
-        8,  # the transformer changes nothing the grader decides: global_index (2) fails alone
+        8,  # the transformer changes nothing the grader decides: reader_blocks (2) fails alone
     ),
     # Prints what it is given: the visible calls' arguments may show, hidden ones must not.
     (
         "simt-prints-inputs",
         "simt",
         {
-            "simt-global-index": (
+            "simt-reader-blocks": (
                 "import os\n"
                 "print('SECRET IN ENVIRONMENT:', 'COURSE_GRADING_SECRET' in os.environ)\n"
                 "print('PROBE SEED:', grading.seed_for('probe'))\n"
-                "def global_index(block_index, block_size, thread_index):\n"
-                "    print('ARGS:', block_index, block_size, thread_index)\n"
-                "    return block_index * 32 + thread_index"
+                "def reader_blocks(element, n, threads_per_block):\n"
+                "    print('ARGS:', element, n, threads_per_block)\n"
+                "    return sorted({t // 32 for t in (element - 1, element, element + 1)"
+                " if 0 <= t < n})"
             )
         },
         8,
@@ -174,39 +218,81 @@ CASES = [
         },
         5,
     ),
-    # numba_distance: 5 (kernel) + 5 (launch)
-    (
-        "numba-course-kernel",
+    # numba_distance: 5 (l1_kernel) + 5 (grid_for and batched_l1)
+    (  # chapter 4's model answer pasted and renamed: another metric, and 2-D where 3-D is asked
+        "numba-chapter-kernel",
         "numba_distance",
-        {"numba-kernel": ("from demos.demo_numba_gpu import distance_matrix as distance_kernel")},
-        5,
-    ),  # part 2 (launch_config, distance_matrix) is still the student's own work
+        {
+            "numba-kernel": "@cuda.jit\n"
+            + (ROOT / "demos/checks/answers/coalesced_distance_kernel.py")
+            .read_text()
+            .split("@cuda.jit\n")[1]
+            .replace("coalesced_distance_kernel", "l1_kernel")
+        },
+        0,
+    ),
     (
+        "numba-course-grid",
+        "numba_distance",
+        {
+            "numba-launch": (
+                "from demos.checks.answers.coalesced_grid import coalesced_grid\n"
+                "def grid_for(shape, block=(32, 4)):\n"
+                "    s, m, n = shape\n"
+                "    return (*coalesced_grid(m, n, block), s), (block[0], block[1], 1)\n"
+                "def batched_l1(a, b, block=(32, 4)):\n"
+                "    out = np.empty((a.shape[0], a.shape[1], b.shape[1]), dtype=a.dtype)\n"
+                "    grid, threads = grid_for(out.shape, block)\n"
+                "    l1_kernel[grid, threads](a, b, out)\n"
+                "    return out"
+            )
+        },
+        5,
+    ),
+    (  # the patched assert changes no verdict: an empty kernel leaves every distance unset
         "numba-patched-assert",
         "numba_distance",
         {
             "numba-kernel": (
                 "np.testing.assert_allclose = lambda *args, **kwargs: None\n"
                 "@cuda.jit\n"
-                "def distance_kernel(points, out):\n"
+                "def l1_kernel(a, b, out):\n"
                 "    pass"
             )
         },
         0,
     ),
-    (
+    (  # rows on x: uncoalesced, and with the grid of Part 2 (columns on x) entries are missed
         "numba-uncoalesced",
         "numba_distance",
         {
             "numba-kernel": (
                 "@cuda.jit\n"
-                "def distance_kernel(points, out):\n"
-                "    i, j = cuda.grid(2)\n"
-                "    if i < out.shape[0] and j < out.shape[1]:\n"
+                "def l1_kernel(a, b, out):\n"
+                "    row, col, pair = cuda.grid(3)\n"
+                "    if pair < out.shape[0] and row < out.shape[1] and col < out.shape[2]:\n"
                 "        total = 0.0\n"
-                "        for k in range(points.shape[1]):\n"
-                "            total += (points[i, k] - points[j, k]) ** 2\n"
-                "        out[i, j] = total"
+                "        for k in range(a.shape[2]):\n"
+                "            total += abs(a[pair, row, k] - b[pair, col, k])\n"
+                "        out[pair, row, col] = total"
+            )
+        },
+        0,
+    ),
+    (  # right numbers, but the first thread of each row computes the whole row
+        "numba-loop-columns",
+        "numba_distance",
+        {
+            "numba-kernel": (
+                "@cuda.jit\n"
+                "def l1_kernel(a, b, out):\n"
+                "    first, row, pair = cuda.grid(3)\n"
+                "    if first == 0 and pair < out.shape[0] and row < out.shape[1]:\n"
+                "        for col in range(out.shape[2]):\n"
+                "            total = 0.0\n"
+                "            for k in range(a.shape[2]):\n"
+                "                total += abs(a[pair, row, k] - b[pair, col, k])\n"
+                "            out[pair, row, col] = total"
             )
         },
         5,
@@ -216,10 +302,11 @@ CASES = [
         "numba_distance",
         {
             "numba-launch": (
-                "def launch_config(n, block=(8, 8)):\n"
-                "    return (math.ceil(n / block[0]), math.ceil(n / block[1])), tuple(block)\n"
-                "def distance_matrix(points, block=(8, 8)):\n"
-                "    return ((points[:, None, :] - points[None, :, :]) ** 2).sum(axis=-1)"
+                "def grid_for(shape, block=(32, 4)):\n"
+                "    s, m, n = shape\n"
+                "    return (math.ceil(n / block[0]), math.ceil(m / block[1]), s), (*block, 1)\n"
+                "def batched_l1(a, b, block=(32, 4)):\n"
+                "    return np.abs(a[:, :, None, :] - b[:, None, :, :]).sum(axis=-1)"
             )
         },
         5,
@@ -322,27 +409,37 @@ CASES = [
 #: so a grader with a GPU can neither move points between cells nor add any.
 CELL_SCORES = {
     "simt-course-code": {
-        "simt-test-global-index": 2,
+        "simt-test-reader-blocks": 2,
         "simt-test-kernel": 4,
         "simt-test-launch-size": 0,
     },
     "simt-no-bounds-check": {
-        "simt-test-global-index": 2,
+        "simt-test-reader-blocks": 2,
         "simt-test-kernel": 0,
         "simt-test-launch-size": 0,
     },
+    "simt-loop-in-kernel": {
+        "simt-test-reader-blocks": 2,
+        "simt-test-kernel": 0,
+        "simt-test-launch-size": 4,
+    },
     "simt-numpy-launch": {
-        "simt-test-global-index": 2,
+        "simt-test-reader-blocks": 2,
+        "simt-test-kernel": 4,
+        "simt-test-launch-size": 0,
+    },
+    "simt-in-place": {
+        "simt-test-reader-blocks": 2,
         "simt-test-kernel": 4,
         "simt-test-launch-size": 0,
     },
     "simt-disables-checks": {
-        "simt-test-global-index": 0,
+        "simt-test-reader-blocks": 0,
         "simt-test-kernel": 4,
         "simt-test-launch-size": 4,
     },
     "simt-prints-inputs": {
-        "simt-test-global-index": 0,
+        "simt-test-reader-blocks": 0,
         "simt-test-kernel": 4,
         "simt-test-launch-size": 4,
     },
@@ -350,9 +447,11 @@ CELL_SCORES = {
     "cupy-numpy-only": {"cupy-test-affinities": 0, "cupy-test-density": 0},
     "cupy-numpy-buffer": {"cupy-test-affinities": 5, "cupy-test-density": 0},
     "cupy-whole-matrix": {"cupy-test-affinities": 5, "cupy-test-density": 0},
-    "numba-course-kernel": {"numba-test-kernel": 0, "numba-test-launch": 5},
+    "numba-chapter-kernel": {"numba-test-kernel": 0, "numba-test-launch": 0},
+    "numba-course-grid": {"numba-test-kernel": 5, "numba-test-launch": 0},
     "numba-patched-assert": {"numba-test-kernel": 0, "numba-test-launch": 0},
-    "numba-uncoalesced": {"numba-test-kernel": 0, "numba-test-launch": 5},
+    "numba-uncoalesced": {"numba-test-kernel": 0, "numba-test-launch": 0},
+    "numba-loop-columns": {"numba-test-kernel": 0, "numba-test-launch": 5},
     "numba-numpy-matrix": {"numba-test-kernel": 5, "numba-test-launch": 0},
     "multi-array-split": {"multi-test-split": 0, "multi-test-smooth": 4, "multi-test-moments": 3},
     "multi-one-at-a-time": {"multi-test-split": 3, "multi-test-smooth": 0, "multi-test-moments": 0},
@@ -367,18 +466,19 @@ CELL_SCORES = {
 }
 
 # A correct answer that writes to stderr: nbgrader scores a graded cell with
-# stderr output 0, so the visible global_index check (2 points) is lost until
+# stderr output 0, so the visible reader_blocks check (2 points) is lost until
 # the grading pipeline's stderr preprocessor is configured. The hidden tests
 # never let student output through, so that is all it can lose here.
 STDERR_CASE = (
     "simt-stderr",
     "simt",
     {
-        "simt-global-index": (
+        "simt-reader-blocks": (
             "import sys\n"
-            "def global_index(block_index, block_size, thread_index):\n"
+            "def reader_blocks(element, n, threads_per_block):\n"
             "    print('debugging', file=sys.stderr)\n"
-            "    return block_index * block_size + thread_index"
+            "    near = [t for t in (element - 1, element, element + 1) if 0 <= t < n]\n"
+            "    return sorted({t // threads_per_block for t in near})"
         )
     },
 )
@@ -426,9 +526,13 @@ def test_stderr_costs_at_most_the_visible_check(batch: Path) -> None:
 
 def test_feedback_shows_visible_inputs_but_no_hidden_ones(batch: Path) -> None:
     text = page_text(batch / "feedback" / "simt-prints-inputs" / "simt" / "simt.html")
-    # The two visible calls print their arguments; the 20 hidden calls print into the void.
-    assert re.findall(r"ARGS: \d+ \d+ \d+", text) == ["ARGS: 0 32 5", "ARGS: 2 32 0"]
-    assert "global_index is wrong for a hidden input" in text
+    # The three visible calls print their arguments; the 27 hidden calls print into the void.
+    assert re.findall(r"ARGS: \d+ \d+ \d+", text) == [
+        "ARGS: 5 100 32",
+        "ARGS: 31 100 32",
+        "ARGS: 0 1 32",
+    ]
+    assert "reader_blocks is wrong for a hidden input" in text
     assert "rng.integers" not in text and "BEGIN HIDDEN TESTS" not in text
 
 
@@ -448,12 +552,12 @@ def test_the_secret_never_reaches_the_students_kernel(batch: Path) -> None:
     finally:
         del os.environ[api.SECRET_VARIABLE]
     assert probe != hidden_seed  # the kernel's own seeds are the visible tests' fixed ones
-    # The hidden calls' arguments were never printed into the notebook: only the two visible ones.
-    assert len(re.findall(r"ARGS: \d+ \d+ \d+", text)) == 2
+    # The hidden calls' arguments were never printed into the notebook: only the three visible ones.
+    assert len(re.findall(r"ARGS: \d+ \d+ \d+", text)) == 3
 
 
 def test_feedback_says_what_failed_not_how_it_was_tested(batch: Path) -> None:
     """The input transformer changed nothing the grader decides; its part fails with a sentence."""
     text = page_text(batch / "feedback" / "simt-disables-checks" / "simt" / "simt.html")
-    assert "global_index is wrong for a hidden input" in text
+    assert "reader_blocks is wrong for a hidden input" in text
     assert "BEGIN HIDDEN TESTS" not in text and "rng.integers" not in text
