@@ -9,24 +9,36 @@ published peak (memory bandwidth, TFLOPS) comes from demos/results/gpu_specs.jso
 which names its source. A quantity in prose that is not in the table fails the
 test, so a new number cannot slip in unchecked. The qualitative claims the
 chapters make from the data (who wins, what does not pay, why) are checked
-against the same files.
+against the same files in test_course_claims.py.
 """
 
 from __future__ import annotations
 
-import json
 import mmap
 import re
 from collections.abc import Callable
-from typing import Any
 
 import nbformat
-import numpy as np
 import pytest
+from course_results import (
+    at,
+    chapter6_sum_tb_per_s,
+    chunked,
+    cnn,
+    copy_tb_per_s,
+    distance_run,
+    matmul,
+    ncu_row,
+    overlap_per_block,
+    profiling,
+    reduction,
+    result,
+    spec,
+    syncs,
+    write_tb_per_s,
+)
 
 from helpers import ROOT
-
-RESULTS = ROOT / "demos" / "results"
 
 # a number followed by a unit of time, size, bandwidth, share or speed-up ("3 × 3" is a shape, not a
 # speed-up)
@@ -34,25 +46,6 @@ QUANTITY = re.compile(
     r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?(ms|µs|us|ns|GB/s|TB/s|GB|GiB|MB|MiB|KiB|TB|%|×(?!\s*\d)|x\b|-core"
     r"|images/s|TFLOPS|\ss\b|\stimes\b)(?![\w/])"
 )
-
-
-def result(name: str) -> dict[str, Any]:
-    return json.loads((RESULTS / name).read_text(encoding="utf-8"))
-
-
-def at(name: str, *path: str) -> Any:
-    """The value at *path* in demos/results/NAME."""
-    value = result(name)
-    for key in path:
-        value = value[key]
-    return value
-
-
-def distance_run(backend: str, n: int, kind: str, stat: str = "median_s") -> float:
-    for run in result("distance.json")["results"]["runs"]:
-        if run["backend"] == backend and run["n"] == n:
-            return run[kind][stat]
-    raise KeyError(f"distance.json has no {backend} run at n={n}")
 
 
 def _close(value: float, quoted: float, rel: float = 0.02) -> bool:
@@ -66,65 +59,6 @@ def _rounds_to(value: float, quoted: str) -> bool:
     text = number.group(1).replace(",", "")
     decimals = len(text.partition(".")[2])
     return round(value, decimals) == float(text)
-
-
-def spec(gpu: str = "NVIDIA H200") -> dict[str, Any]:
-    """Published figures (demos/results/gpu_specs.json, with their source)."""
-    return result("gpu_specs.json")["gpus"][gpu]
-
-
-def copy_tb_per_s() -> float:
-    """The reference H200's device-to-device copy, bytes moved per second (patterns_h200.json)."""
-    return result("patterns_h200.json")["results"]["copy_bandwidth"]["bytes_moved_per_s"] / 1e12
-
-
-def chunked() -> dict[str, Any]:
-    return result("distance_chunked.json")["results"]
-
-
-def ncu_row(kernel: str) -> dict[str, Any]:
-    return next(r for r in result("ncu_kernels_h200.json")["results"] if r["kernel"] == kernel)
-
-
-def profiling(part: str) -> dict[str, Any]:
-    return result("profiling_h200.json")["results"][part]
-
-
-def syncs() -> tuple[float, float, int]:
-    """(ms syncing every step, ms syncing once, steps) of chapter 4a's sync run."""
-    run = profiling("syncs")
-    return run["sync_every_step_ms"], run["sync_once_ms"], run["steps"]
-
-
-def overlap_per_block() -> tuple[float, float, int]:
-    """(compute ms, copy ms, blocks) per block of the one-stream overlap run."""
-    run = profiling("overlap")
-    blocks = -(-run["n"] // run["block_rows"])
-    one = run["1_streams"]
-    return one["compute_ms"] / blocks, one["copy_ms"] / blocks, blocks
-
-
-def reduction(name: str) -> dict[str, Any]:
-    return next(
-        r for r in result("patterns_h200.json")["results"]["reduction"] if r["name"] == name
-    )
-
-
-def chapter6_sum_tb_per_s() -> float:
-    n = 750_000_000
-    seconds = result("multigpu_h200.json")["results"]["reduce"]["times_s"][str(n)]["1"]
-    return 4 * n / seconds / 1e12
-
-
-def write_tb_per_s(backend: str, n: int = 16384) -> float:
-    return 8 * n * n / distance_run(backend, n, "device") / 1e12
-
-
-def cnn(name: str, batch: int, precision: str) -> float:
-    for run in result(name)["results"]:
-        if run["device"] == "gpu" and run["batch_size"] == batch and run["precision"] == precision:
-            return run["images_per_second"]
-    raise KeyError(f"{name} has no GPU run at batch {batch}, {precision}")
 
 
 # (chapter, quoted text) -> (where it comes from, check returning True when the data agrees)
@@ -344,11 +278,6 @@ for _quoted, _name, _field, _scale in [
 
 
 # Chapter 4b: where shared memory wins, naive against tiled matrix product (matmul_h200.json).
-def matmul(name: str) -> dict[str, Any]:
-    kernels = result("matmul_h200.json")["results"]["kernels"]
-    return next(k for k in kernels if k["name"] == name)
-
-
 for _quoted, _what, _value in [
     (
         "16 times",
@@ -435,175 +364,3 @@ def test_listed_quantity_agrees_with_the_data_and_is_still_quoted(key: tuple[str
     source, agrees = QUOTED[key]
     assert key in quoted_in_prose(), f"{key} is no longer in the prose: remove it from QUOTED"
     assert agrees(), f"chapter {key[0]} quotes {key[1]!r}, but the data disagrees ({source})"
-
-
-# ------------------------------------------------------------- claims the prose makes from the data
-def test_ch03_one_core_numba_keeps_up_with_cupy_host_to_host() -> None:
-    for n in (1024, 4096, 16384):
-        assert distance_run("numba-cpu", n, "host_to_host") < 1.2 * distance_run(
-            "cupy", n, "host_to_host"
-        )
-    assert distance_run("cupy", 4096, "host_to_host") < distance_run("numpy", 4096, "host_to_host")
-
-
-def test_ch03_computing_is_a_small_share_of_the_host_to_host_time() -> None:
-    assert distance_run("cupy", 4096, "device") < 0.1 * distance_run("cupy", 4096, "host_to_host")
-
-
-def test_ch04_tiling_does_not_pay_and_blocks_of_one_thread_are_far_slower() -> None:
-    assert distance_run("numba-cuda-tiled", 4096, "device") > distance_run(
-        "numba-cuda-coalesced", 4096, "device"
-    )
-    assert distance_run("numba-cuda-naive", 4096, "device") > 10 * distance_run(
-        "numba-cuda-coalesced", 4096, "device"
-    )
-
-
-def test_ch04_one_cpu_core_is_about_as_fast_as_the_best_kernel_host_to_host() -> None:
-    for n in (4096, 16384):
-        ratio = distance_run("numba-cpu", n, "host_to_host") / distance_run(
-            "numba-cuda-best", n, "host_to_host"
-        )
-        assert 0.5 < ratio < 2.0, f"n={n}: one core / best GPU kernel host to host = {ratio:.2f}"
-
-
-def test_ch05_names_the_backend_of_the_reference_figure() -> None:
-    """The chapter is about TensorFlow, but its reference was measured with Keras on another
-    backend (recorded in the results' provenance): the prose must name that backend."""
-    backends = result("cnn_h200_jax.json")["provenance"]["keras_backends"]
-    assert backends and "tensorflow" not in backends
-    cells = nbformat.read(ROOT / "course" / "05-cnn-tensorflow.ipynb", as_version=4).cells
-    prose = " ".join(cell.source for cell in cells if cell.cell_type == "markdown")
-    for backend in backends:
-        assert re.search(rf"\b{re.escape(backend)}\b", prose, re.IGNORECASE), backend
-
-
-def test_ch06_one_gpu_wins_small_sums_and_four_win_large_ones() -> None:
-    reduce = result("multigpu_h200.json")["results"]["reduce"]
-    times = reduce["times_s"]
-    assert (
-        times["10000000"]["1"] < times["10000000"]["4"]
-    )  # a few million values per GPU: one GPU wins
-    assert times["750000000"]["4"] < times["750000000"]["1"] / 3  # large sums scale
-
-
-def _lesson(name: str) -> dict[str, Any]:
-    data = result("lessons.json")
-    entry = data["results"][name]
-    if "skipped" in entry:
-        pytest.skip(
-            f"lessons.json was recorded without a GPU ({entry['skipped']}); "
-            "run `python -m demos bench lessons` on a GPU to check this claim"
-        )
-    return entry
-
-
-def test_ch02_two_equal_branches_split_by_lane_cost_about_twice() -> None:
-    assert 1.5 < _lesson("divergence")["ratio"] < 2.5
-
-
-def test_ch04_coalescing_matters_with_32x8_blocks_and_not_with_8x8() -> None:
-    coalescing = _lesson("coalescing")
-    assert coalescing["32x8"]["ratio"] > 1.3
-    assert 0.8 < coalescing["8x8"]["ratio"] < 1.25
-
-
-def test_ch03_pinned_copies_fastest_fresh_pageable_slowest() -> None:
-    copies = _lesson("copies")
-    assert (
-        copies["pinned"]["median_ms"]
-        < copies["touched_pageable"]["median_ms"]
-        < copies["fresh_pageable"]["median_ms"]
-    )
-
-
-def test_ch01_published_h200_memory_is_more_than_the_driver_reports() -> None:
-    driver = result("distance.json")["environment"]["gpus"][0]["total_memory_bytes"]
-    assert driver / 2**30 < spec()["memory_gb"]  # chapter 1 prints the driver's 139.8 GiB
-    assert "source" in spec() and spec()["source"].startswith("NVIDIA")
-
-
-def test_ch03_the_expansion_cancels_and_direct_subtraction_does_not() -> None:
-    from demos.distance.generic import distance_matrix
-
-    for run in result("distance.json")["results"]["runs"]:
-        if "max_abs_error" not in run:
-            continue
-        if run["backend"] in ("numpy", "cupy"):  # the expanded square
-            assert 0 < run["max_abs_error"] < 2e-15, run
-        if run["backend"] == "numba-cpu":  # subtracting coordinates directly
-            assert run["max_abs_error"] == 0, run
-    x = np.random.default_rng(0).random((1000, 3)).astype(np.float32)
-    d = distance_matrix(x, x)
-    assert d.dtype == np.float32
-    assert np.any(np.diag(d) != 0) and d.min() < 0  # "non-zero diagonals and negative entries"
-
-
-def test_ch03_parallel_cpu_at_small_n_is_overhead_not_work() -> None:
-    assert (
-        result("distance.json")["environment"]["cpu_count"] == 16
-    )  # "16 on the reference machine"
-    parallel_64 = distance_run("numba-cpu-parallel", 64, "host_to_host")
-    assert parallel_64 > distance_run("numba-cpu-parallel", 4096, "host_to_host")
-    assert parallel_64 > 100 * distance_run("numba-cpu", 64, "host_to_host")
-
-
-def _warp_sectors(block: tuple[int, int], rows_on_x: bool, n: int = 4096) -> int:
-    """Sectors one warp of a (bx, by) block stores into an n x n float64 matrix."""
-    from demos.lessons.coalescing import sectors_touched
-
-    bx, _ = block
-    lanes = [(t % bx, t // bx) for t in range(32)]  # (threadIdx.x, threadIdx.y) of warp 0
-    cells = [(x, y) if rows_on_x else (y, x) for x, y in lanes]  # (row, column)
-    return sectors_touched([(row * n + column) * 8 for row, column in cells])
-
-
-def test_ch04_warp_sectors_as_the_prose_counts_them() -> None:
-    assert _warp_sectors((32, 8), rows_on_x=True) == 32
-    assert _warp_sectors((32, 8), rows_on_x=False) == 8
-    # 8 x 8 blocks: 8 rows of 4 columns against 4 rows of 8 columns, 8 full sectors either way
-    assert _warp_sectors((8, 8), rows_on_x=True) == _warp_sectors((8, 8), rows_on_x=False) == 8
-
-
-def test_ch04_the_distance_kernel_has_fewer_operations_per_byte_than_the_gpu_offers() -> None:
-    offered = spec()["tflops"]["H200 SXM"]["fp64"] / spec()["memory_bandwidth_tb_per_s"]
-    assert 6.5 < offered < 7.5  # "about seven operations in the time one byte moves"
-    needed = 8 / 8  # eight operations per 8-byte entry written, for d = 3
-    assert needed < offered
-
-
-def test_ch04a_ncu_dram_column_is_in_mb_and_both_kernels_write_alike() -> None:
-    ncu = result("ncu_kernels_h200.json")
-    assert ncu["parameters"]["units"]["DRAM bytes written"] == "MB"
-    naive, coalesced = ncu_row("naive"), ncu_row("coalesced")
-    matrix_mb = 8 * ncu["parameters"]["n"] ** 2 / 1e6
-    for row in (naive, coalesced):
-        assert 0.5 * matrix_mb < row["DRAM bytes written"] < matrix_mb
-    assert abs(naive["DRAM bytes written"] / coalesced["DRAM bytes written"] - 1) < 0.1
-    assert naive["threads per block"] == 1 and coalesced["threads per block"] == 256
-
-
-def test_ch04a_a_host_stage_sets_the_pace_of_the_overlap_run() -> None:
-    compute, copy, blocks = overlap_per_block()
-    two = profiling("overlap")["2_streams"]
-    host_per_block = (two["wall_ms"] - two["summary"]["busy_ms"]) / blocks
-    assert host_per_block > 3 * (compute + copy)  # "several times longer"
-    assert two["summary"]["idle_ms"] > 0.7 * two["summary"]["span_ms"]
-
-
-def test_ch04b_chapter6_kernel_has_the_same_threads_but_wider_loads() -> None:
-    from demos.multigpu import reduce
-    from demos.patterns import kernels
-
-    assert reduce.BLOCK == kernels.BLOCK == 256 and reduce.BLOCKS_PER_SM == 8
-    patterns = result("patterns_h200.json")
-    sms = patterns["environment"]["gpus"][0]["multiprocessors"]
-    assert patterns["results"]["max_blocks"] == 8 * sms
-    assert all(r["blocks"] == 8 * sms for r in patterns["results"]["reduction"] if "blocks" in r)
-    assert "float4" in reduce._KERNELS
-    assert copy_tb_per_s() < chapter6_sum_tb_per_s() < spec()["memory_bandwidth_tb_per_s"]
-
-
-def test_ch05_bfloat16_barely_helps_at_batch_32() -> None:
-    ratio = cnn("cnn_h200_jax.json", 32, "mixed_bfloat16") / cnn("cnn_h200_jax.json", 32, "float32")
-    assert 0.95 < ratio < 1.1  # "it gained almost nothing"
