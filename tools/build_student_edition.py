@@ -77,6 +77,7 @@ EXCLUDED_NAMES = {
 # developers run them, students don't. Paths under tests/; a folder stands for all it holds.
 INSTRUCTOR_TESTS = {
     "bin",  # bin/gpu-jupyter against a real Slurm and sshd
+    "gpu_jupyter_helpers.py",  # what the tests of bin/ share
     "deploy",
     "exercises",
     "grader",
