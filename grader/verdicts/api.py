@@ -122,7 +122,7 @@ def assert_equal(actual: Any, expected: Any, what: str) -> None:
 def hidden_test(name: str, what: str) -> Iterator[np.random.Generator]:
     """A hidden test's block; yields its seeded generator.
 
-    *what* names the part tested ("the saxpy kernel"). Any failure that is not
+    *what* names the part tested ("the heat_step kernel"). Any failure that is not
     one of the course's own sentences becomes "*what* fails for a hidden input".
     """
     try:

@@ -55,21 +55,21 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dic
     assert_all_succeeded(run_nbgrader(root, [["generate_assignment", ASSIGNMENT]]))
 
     looping = solution(root)
-    cell(looping, "simt-global-index").source = "while True:\n    pass"
+    cell(looping, "simt-reader-blocks").source = "while True:\n    pass"
     hand_in(root, "carol", ASSIGNMENT, as_text(looping))
 
     broken_import = solution(root)
-    index_cell = cell(broken_import, "simt-global-index")
+    index_cell = cell(broken_import, "simt-reader-blocks")
     index_cell.source = "import a_module_that_does_not_exist\n" + index_cell.source
     hand_in(root, "dave", ASSIGNMENT, as_text(broken_import))
 
     # Wrong in general, right for the visible cases; and the test cell emptied.
     cheating = solution(root)
-    cell(cheating, "simt-global-index").source = (
-        "def global_index(block_index, block_size, thread_index):\n"
-        "    return block_index * 32 + thread_index"
+    cell(cheating, "simt-reader-blocks").source = (
+        "def reader_blocks(element, n, threads_per_block):\n"
+        "    return sorted({t // 32 for t in (element - 1, element, element + 1) if 0 <= t < n})"
     )
-    cell(cheating, "simt-test-global-index").source = "pass"
+    cell(cheating, "simt-test-reader-blocks").source = "pass"
     hand_in(root, "erin", ASSIGNMENT, as_text(cheating))
 
     deleted = solution(root)
@@ -109,7 +109,7 @@ def test_endless_loop_is_stopped_by_the_cell_timeout(batch) -> None:
 def test_failing_import_costs_only_the_cells_that_need_it(batch) -> None:
     root, results = batch
     assert results["dave"]["success"], results["dave"]["error"]
-    # global_index is never defined: its 2 points are lost, the kernel parts still count.
+    # reader_blocks is never defined: its 2 points are lost, the kernel parts still count.
     assert scores(root)[(ASSIGNMENT, "dave")] == (FULL_MARKS - 2, FULL_MARKS)
 
 
@@ -134,8 +134,8 @@ def test_feedback_for_a_failed_hidden_test_does_not_show_it(batch) -> None:
     root, results = batch
     assert results["feedback"]["success"], results["feedback"]["error"]
     text = page_text(root / "feedback" / "erin" / ASSIGNMENT / f"{ASSIGNMENT}.html")
-    assert "assert global_index(2, 32, 0) == 64" in text  # visible test: shown
+    assert "assert reader_blocks(31, 100, 32) == [0, 1]" in text  # visible test: shown
     assert "GradingFailure" in text  # the failure itself: shown, as one generic sentence
-    assert "global_index is wrong for a hidden input" in text
-    assert "rng.integers(1, 1000, size=3)" not in text  # hidden test: not shown
+    assert "reader_blocks is wrong for a hidden input" in text
+    assert "rng.integers(1, 3000)" not in text  # hidden test: not shown
     assert "BEGIN HIDDEN TESTS" not in text

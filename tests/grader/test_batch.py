@@ -350,5 +350,5 @@ def test_feedback_is_made_from_the_merged_grades(graded) -> None:
         page = graded["root"] / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html"
         assert "BEGIN HIDDEN TESTS" not in page.read_text(), student
     trudy = page_text(graded["root"] / "feedback" / "trudy" / ASSIGNMENT / f"{ASSIGNMENT}.html")
-    assert "GradingFailure: global_index fails for a hidden input (NameError)" in trudy
-    assert "the saxpy kernel fails for a hidden input (NotImplementedError)" in trudy
+    assert "GradingFailure: reader_blocks fails for a hidden input (NameError)" in trudy
+    assert "heat_step fails for a hidden input (NotImplementedError)" in trudy

@@ -5,11 +5,12 @@ only the first part of an assignment (:func:`grader.bench.submission`). Its
 timings and score tables mean something only if such a notebook gets that
 part's points and no others. Graded here by real ``nbgrader autograde`` in a
 copy of ``solutions/`` (an instructor-only test) for ``kernel_patterns``,
-``cupy_port``, ``multigpu``, ``profiling`` and ``cnn``, whose parts are
-separate problems (a weighted histogram before a block maximum, an affinity
-matrix before a banded density, a split by speed before halos and statistics,
-a monitor's decisions on the device before timelines, a parameter count
-before the model).
+``cupy_port``, ``multigpu``, ``profiling``, ``cnn``, ``simt`` and
+``numba_distance``, whose parts are separate problems (a weighted histogram
+before a block maximum, an affinity matrix before a banded density, a split by
+speed before halos and statistics, a monitor's decisions on the device before
+timelines, a parameter count before the model, which blocks read a point of a
+rod before the heat step, a batched distance kernel before its launch).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ FIRST_PART = {
     "kernel_patterns": {"pat-test-histogram": 2.0, "pat-test-histogram-how": 3.0},
     "cupy_port": {"cupy-test-affinities": 5.0},
     "multigpu": {"multi-test-split": 3.0},
+    "simt": {"simt-test-reader-blocks": 2.0},
+    "numba_distance": {"numba-test-kernel": 5.0},
     "profiling": {"prof-test-values": 2.0, "prof-test-syncs": 4.0},
     "cnn": {"cnn-test-params": 2.0},
 }
