@@ -9,6 +9,10 @@ the values live in registers. To run the same kernel with other ``LOADS``,
 replaced. The block size is a launch parameter; :func:`blocks_for` sizes the
 grid so that every multiprocessor holds as many threads as it can, whatever the
 block size, so that a sweep compares loads in flight, not occupancy.
+
+:data:`wide_sum` is the course's kernel, the one ``python -m demos bench
+inflight`` measures; the chapter's model answer (``demos/checks/answers/``) is
+the same kernel as a student would write it.
 """
 
 from __future__ import annotations
@@ -17,11 +21,46 @@ import inspect
 import types
 from typing import Any
 
+from numba import cuda, float32
+
 from demos.patterns.simulator import python_function
 
-__all__ = ["MAX_LOADS", "blocks_for", "loads_of", "with_loads"]
+__all__ = ["LOADS", "MAX_LOADS", "blocks_for", "loads_of", "wide_sum", "with_loads"]
 
 MAX_LOADS = 64  # more would spill the registers of any GPU; a LOADS beyond it is a typo
+LOADS = 4  # the course kernel's loads per thread and iteration (with_loads compiles others)
+
+
+@cuda.jit
+def wide_sum(values, partial):
+    """One partial sum per block; each thread keeps LOADS coalesced loads on their way at once."""
+    shared = cuda.shared.array(32, float32)  # one slot per warp: blocks of up to 1,024 threads
+    t = cuda.threadIdx.x
+    lane, warp = t % 32, t // 32
+    n, stride = values.shape[0], cuda.gridsize(1)
+    got = cuda.local.array(LOADS, float32)  # registers: unrolled, since LOADS is a constant
+    acc = float32(0)
+    for start in range(cuda.grid(1), n, LOADS * stride):
+        for k in range(LOADS):  # independent loads; a warp's k-th ones are neighbours
+            i = start + k * stride
+            got[k] = values[i] if i < n else float32(0)  # the last group may pass the end
+        for k in range(LOADS):
+            acc += got[k]
+    offset = 16
+    while offset > 0:  # the warp's sum
+        acc += cuda.shfl_down_sync(0xFFFFFFFF, acc, offset)
+        offset //= 2
+    if lane == 0:
+        shared[warp] = acc
+    cuda.syncthreads()
+    if warp == 0:  # the first warp sums the warps' sums
+        acc = shared[lane] if lane < cuda.blockDim.x // 32 else float32(0)
+        offset = 16
+        while offset > 0:
+            acc += cuda.shfl_down_sync(0xFFFFFFFF, acc, offset)
+            offset //= 2
+        if lane == 0:
+            partial[cuda.blockIdx.x] = acc
 
 
 def loads_of(kernel: Any) -> int | None:
@@ -46,8 +85,6 @@ def with_loads(kernel: Any, loads: int) -> Any:
         raise ValueError(
             f"{fn.__name__} reads no module-level constant LOADS (an int from 1 to {MAX_LOADS})"
         )
-    from numba import cuda
-
     scope = dict(fn.__globals__, LOADS=loads)
     again = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
     return cuda.jit(again)

@@ -3,10 +3,10 @@
 Chapter 4b's tree and warp-shuffle sums read at about two thirds of the device
 copy's rate although every multiprocessor is full: each load asks for 4 bytes,
 and by Little's law the read rate is the bytes in flight over the memory's
-latency. The ``wide_sum`` kernel (the chapter's "your turn", model answer in
-``demos/checks/answers/wide_sum.py``) issues ``LOADS`` independent loads per
-iteration. This benchmark runs it for every ``LOADS`` of :data:`LOADS` and every
-block size of :data:`THREADS`, with as many blocks as fill every multiprocessor
+latency. The ``wide_sum`` kernel (:data:`demos.patterns.inflight.wide_sum`, the
+chapter's "your turn") issues ``LOADS`` independent loads per iteration. This
+benchmark runs it for every ``LOADS`` of :data:`LOADS` and every block size of
+:data:`THREADS`, with as many blocks as fill every multiprocessor
 (:func:`demos.patterns.inflight.blocks_for`), so that only the bytes in flight
 change. Each sum is first checked against a float64 sum of the same values, then
 timed with CUDA events (:mod:`demos.gpu_timer`); each record holds the read rate
@@ -34,11 +34,7 @@ from demos.patterns import bench, inflight
 LOADS = (1, 2, 4, 8)  # independent loads per thread and iteration
 THREADS = (128, 256, 512, 1024)  # threads per block
 QUICK_N = 2**20
-SOURCES = [
-    "demos/checks/answers/wide_sum.py",
-    "demos/patterns/inflight.py",
-    "demos/patterns/inflight_bench.py",
-]
+SOURCES = ["demos/patterns/inflight.py", "demos/patterns/inflight_bench.py"]
 REFERENCE = "inflight_h200.json"
 MAKE_REFERENCE = (
     "python -m demos bench inflight --output DIR, then copy DIR/inflight.json to "
@@ -148,14 +144,12 @@ def run(
     cp = hardware.require_cupy("the bytes-in-flight benchmark")
     from numba import cuda
 
-    from demos.checks import course_version
-
     properties = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
     result = measure(
         cp,
         lambda fn: gpu_timer.event_ms(cp, fn),
         QUICK_N if quick else bench.input_size(),
-        kernel if kernel is not None else course_version("wide_sum"),
+        kernel if kernel is not None else inflight.wide_sum,
         loads=loads,
         threads=threads,
         multiprocessors=int(properties["multiProcessorCount"]),

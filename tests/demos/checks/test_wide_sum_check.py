@@ -47,6 +47,12 @@ def test_the_model_answer_passes_and_counts_its_loads_in_flight(capsys) -> None:
     assert "LOADS = 1, 3, 4" in said and "up to 4 loads in flight" in said
 
 
+def test_the_kernel_the_benchmark_measures_passes_the_students_check(capsys) -> None:
+    """demos.patterns.inflight.wide_sum is the model answer as the library keeps it."""
+    assert passes("wide_sum", inflight.wide_sum), capsys.readouterr().out
+    assert inflight.loads_of(inflight.wide_sum) == inflight.LOADS == 4
+
+
 MISTAKES = {
     "the tail dropped": (
         """    for start in range(cuda.grid(1), n - (LOADS - 1) * stride, LOADS * stride):

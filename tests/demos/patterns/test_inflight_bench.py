@@ -17,8 +17,7 @@ import pytest
 import demos.patterns  # noqa: F401  (the simulator's own shared buffers and shuffles)
 from demos import hardware, live, provenance, shipped_results
 from demos.__main__ import COMMANDS
-from demos.checks import course_version
-from demos.patterns import inflight_bench
+from demos.patterns import inflight, inflight_bench
 from helpers import ROOT
 
 
@@ -35,7 +34,7 @@ def small() -> dict:
         np,
         _wall_ms,
         700,
-        course_version("wide_sum"),
+        inflight.wide_sum,
         loads=(1, 2),
         threads=(32, 64),
         multiprocessors=1,
