@@ -4,7 +4,8 @@ Starts munged (unless one already answers; it stays running, the host's service
 shared by every cluster of a run), slurmctld and slurmd for this host with the
 configuration in ``slurm.conf.in``, and an sshd on a free port of
 127.0.0.1 (``sshd_config.in``). Three unix users are created for the run and
-removed after it, so that nothing runs as root the way a student never would:
+removed after it (``cluster_users.py``), so that nothing runs as root the way a
+student never would:
 
 - ``laptop``: runs the launch script, with its own key, ``known_hosts`` (the
   login node only: the compute node's key is new to it) and ssh configuration;
@@ -18,19 +19,18 @@ Every daemon is started in the foreground as our child and stopped by its PID.
 from __future__ import annotations
 
 import os
-import pwd
 import random
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 from typing import Self
+
+from cluster_users import User, add_user, remove_user
 
 HERE = Path(__file__).resolve().parent
 TOOLS = (
@@ -78,60 +78,6 @@ def _free_port() -> int:
 
 def _sbin(name: str) -> str:
     return shutil.which(name) or f"/usr/sbin/{name}"
-
-
-def _kill_processes_of(uid: int) -> None:
-    """Stop what a test user left running (tunnels, JupyterLab), by PID."""
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid == uid:
-                    os.kill(int(entry.name), 9)
-            except OSError:
-                pass
-
-
-@dataclass
-class User:
-    """A unix user made for the test run."""
-
-    name: str
-    home: Path
-    uid: int = 0
-    gid: int = 0
-
-    def env(self, **extra: str) -> dict[str, str]:
-        """A clean login-like environment for this user."""
-        return {
-            "HOME": str(self.home),
-            "USER": self.name,
-            "LOGNAME": self.name,
-            "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
-            "LANG": "C.UTF-8",
-            "TMPDIR": "/tmp",
-            **extra,
-        }
-
-    def popen_args(self) -> dict:
-        return {
-            "user": self.uid,
-            "group": self.gid,
-            "extra_groups": [],
-            "cwd": str(self.home),
-            "preexec_fn": _signals_as_at_a_terminal,
-        }
-
-
-def _signals_as_at_a_terminal() -> None:
-    """Ctrl-C, Ctrl-\\ and hang-up reach the program, as they do when a user starts it.
-
-    A test run started in the background (``nohup``, ``cmd &`` in a script)
-    hands its children these signals ignored, and a shell script cannot trap a
-    signal that was ignored when it started: the launch script's Ctrl-C and
-    hang-up handling would not run, and its tests would fail for that alone.
-    """
-    for number in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP):
-        signal.signal(number, signal.SIG_DFL)
 
 
 class LocalCluster:
@@ -188,9 +134,7 @@ class LocalCluster:
                     process.kill()
                     process.wait()
         for user in (self.laptop, self.student, self.neighbour):
-            if user.uid:
-                _kill_processes_of(user.uid)
-                subprocess.run(["userdel", "-f", user.name], capture_output=True, check=False)
+            remove_user(user)
         for path, mode in reversed(self._modes):
             path.chmod(mode)
         shutil.rmtree(self.shared, ignore_errors=True)
@@ -221,25 +165,7 @@ class LocalCluster:
 
     def _make_users(self) -> None:
         for user in (self.laptop, self.student, self.neighbour):
-            subprocess.run(
-                [
-                    "useradd",
-                    "-M",
-                    "-d",
-                    str(user.home),
-                    "-s",
-                    "/bin/bash",
-                    "-p",
-                    "*",
-                    "-U",
-                    user.name,
-                ],
-                check=True,
-            )
-            entry = pwd.getpwnam(user.name)
-            user.uid, user.gid = entry.pw_uid, entry.pw_gid
-            (user.home / ".ssh").mkdir(parents=True)
-            user.home.chmod(0o755)
+            add_user(user)
         # The student's login shell says something first, as many clusters do.
         lsf_bin = self.student.home / "lsf-bin"
         lsf_bin.mkdir()
