@@ -19,6 +19,8 @@ import pytest
 from helpers import ROOT
 
 MAX_MODULE_LINES = 400
+# Over the limit, waiting for their split: take a module off once it is split (the test says so).
+NOT_YET_SPLIT = {"tests/exercises/test_cheating.py"}
 GPU_NODE_TOOLS = sorted((ROOT / "tools" / "gpu-node").glob("*.sh"))
 
 
@@ -57,24 +59,32 @@ def test_ruff_sees_every_tracked_python_file():
 
 
 def sized_files() -> list[Path]:
-    """The Python modules of demos/, grader/ and tools/, and every file in bin/ (the
+    """The Python modules of demos/, grader/, tools/ and tests/, and every file in bin/ (the
     launcher, its sourced parts, its job script template); notebooks are not counted."""
-    files = [p for folder in ("demos", "grader", "tools") for p in (ROOT / folder).rglob("*.py")]
+    folders = ("demos", "grader", "tools", "tests")
+    files = [p for folder in folders for p in (ROOT / folder).rglob("*.py")]
     files += [p for p in (ROOT / "bin").rglob("*") if p.is_file() and not p.name.startswith(".")]
     return [p for p in files if "__pycache__" not in p.parts]
 
 
 def test_no_module_or_script_is_over_the_limit():
     """Split along the seams when one grows past it (grader/batch.py and one_student.py,
-    bin/gpu-jupyter and gpu-jupyter.d/), never squeezed."""
+    bin/gpu-jupyter and gpu-jupyter.d/, a test module by what it tests with what its
+    parts share in a helpers module), never squeezed."""
     names = {str(p.relative_to(ROOT)) for p in sized_files()}
-    assert {"demos/hardware.py", "bin/gpu-jupyter", "bin/gpu-jupyter.d/job.sh.in"} <= names
+    assert {
+        "demos/hardware.py",
+        "bin/gpu-jupyter",
+        "bin/gpu-jupyter.d/job.sh.in",
+        "tests/test_style.py",
+    } <= names
     sizes = {
         str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
         for path in sized_files()
     }
     over = {p: n for p, n in sizes.items() if n > MAX_MODULE_LINES}
-    assert over == {}
+    assert {p: n for p, n in over.items() if p not in NOT_YET_SPLIT} == {}
+    assert NOT_YET_SPLIT <= set(over), "split now: take it off NOT_YET_SPLIT"
 
 
 def test_readme_layout_lists_every_top_level_folder():
