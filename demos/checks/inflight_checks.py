@@ -114,10 +114,12 @@ def _shape_of_loads(report: dict[str, Any], loads: int, what: str) -> None:
     if loads > 1 and report["loads_in_flight"] < loads:
         raise CheckFailed(
             f"{what}: no thread ever had more than {report['loads_in_flight']} load(s) "
-            f"waiting, although LOADS = {loads}: each value is added before the next is "
-            "loaded, one dependent chain. Load all LOADS values into registers first (got[k] "
-            "= values[...] for every k), then add them: the loads are then independent and "
-            "all on their way at once."
+            f"waiting, although LOADS = {loads}: as written, each value is added before the "
+            "next is loaded, one dependent chain. The compiler may move such loads up by "
+            "itself, but nothing promises it (a guarded load, such as one under `if i < n`, "
+            "it often cannot), and this exercise is about saying it in the code: load all "
+            "LOADS values into registers first (got[k] = values[...] for every k), then add "
+            "them, so that the loads are independent and all on their way at once."
         )
 
 
