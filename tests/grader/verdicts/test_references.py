@@ -99,6 +99,8 @@ def test_digits_logits_are_what_keras_computes() -> None:
     images = rng.random((2, 28, 28, 1)).astype("float32")
     logits = keras.ops.convert_to_numpy(model(images))
     expected = references.digits_logits(images, weights)
-    np.testing.assert_allclose(logits, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+    scale = np.abs(expected).max()  # tolerances that hold with TF32 convolutions on a GPU too
+    np.testing.assert_allclose(logits, expected, rtol=5e-3, atol=5e-3 * scale)
     model.set_weights([w * 0 + 1 if w.ndim == 1 else w for w in weights])  # other statistics
-    assert not np.allclose(keras.ops.convert_to_numpy(model(images)), expected, rtol=1e-2)
+    other = keras.ops.convert_to_numpy(model(images))
+    assert np.abs(other - expected).max() > 0.1 * scale
