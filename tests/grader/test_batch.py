@@ -32,6 +32,7 @@ from nbgrader_driver import (
 )
 
 from grader import processes, sandbox
+from grader.batch import course_setting
 from helpers import ROOT
 
 pytestmark = pytest.mark.slow
@@ -266,17 +267,25 @@ def test_honest_students_get_what_they_earned(graded) -> None:
     assert any("renamed notebook simt (1).ipynb" in f for f in graded["summary"]["bob"]["flags"])
 
 
-@pytest.mark.gpu
-def test_sandboxed_kernel_grades_on_the_gpu(graded) -> None:
-    """On a GPU machine the sandbox passes the GPU in: the kernels ran on it, not simulated."""
+def _setup_output(graded, assignment: str, grade_id: str) -> str:
+    """What the setup cell of alice's graded *assignment* printed."""
     nb = nbformat.read(
-        graded["root"] / "autograded" / "alice" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4
+        graded["root"] / "autograded" / "alice" / assignment / f"{assignment}.ipynb", as_version=4
     )
-    setup = next(
-        c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "simt-setup"
-    )
-    text = "".join(o.get("text", "") for o in setup.outputs)
-    assert "CUDA simulator: False" in text, text
+    setup = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+    return "".join(o.get("text", "") for o in setup.outputs)
+
+
+@pytest.mark.gpu
+def test_sandbox_passes_the_gpu_in_or_hides_it_as_the_course_says(graded) -> None:
+    """On a GPU machine the sandbox passes the GPU in for an assignment graded with it (multigpu:
+    its devices are real GPUs) and hides it for one in ``c.Grader.without_gpu`` (simt: its
+    kernels' verdicts come from the grader's simulator, so its visible tests run there too)."""
+    assert SECOND not in course_setting(graded["root"], "without_gpu", [])
+    assert ASSIGNMENT in course_setting(graded["root"], "without_gpu", [])
+    devices = _setup_output(graded, SECOND, "multi-setup")
+    assert "GpuDevice" in devices and "SimulatedDevice" not in devices, devices
+    assert "CUDA simulator: True" in _setup_output(graded, ASSIGNMENT, "simt-setup")
 
 
 def test_stderr_and_warnings_cost_nothing(graded) -> None:
