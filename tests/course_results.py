@@ -96,3 +96,9 @@ def cnn(name: str, batch: int, precision: str) -> float:
 def matmul(name: str) -> dict[str, Any]:
     kernels = result("matmul_h200.json")["results"]["kernels"]
     return next(k for k in kernels if k["name"] == name)
+
+
+def inflight(threads: int, loads: int) -> dict[str, Any]:
+    """One setting of chapter 4b's bytes-in-flight sweep (inflight_h200.json)."""
+    sweep = result("inflight_h200.json")["results"]["sweep"]
+    return next(r for r in sweep if r["threads"] == threads and r["loads"] == loads)

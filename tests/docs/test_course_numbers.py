@@ -27,6 +27,7 @@ from course_results import (
     cnn,
     copy_tb_per_s,
     distance_run,
+    inflight,
     matmul,
     ncu_row,
     overlap_per_block,
@@ -276,6 +277,29 @@ for _quoted, _name, _field, _scale in [
         lambda n=_name, f=_field, s=_scale: reduction(n)[f] * s,
     )
 
+
+# Chapter 4b: more bytes in flight, the sweep of block size x LOADS (inflight_h200.json).
+for _quoted, _threads, _loads, _field, _scale in [
+    ("64 %", 512, 1, "fraction_of_copy", 100),
+    ("69 %", 1024, 1, "fraction_of_copy", 100),
+    ("84 %", 256, 2, "fraction_of_copy", 100),
+    ("90 %", 256, 4, "fraction_of_copy", 100),
+    ("97 %", 1024, 8, "fraction_of_copy", 100),
+    ("3,781 GB/s", 1024, 8, "read_bytes_per_s", 1e-9),
+    ("79 %", 1024, 8, "fraction_of_peak", 100),
+]:
+    figure(
+        "04b",
+        _quoted,
+        f"{_threads} threads, LOADS = {_loads}: {_field} (inflight_h200.json)",
+        lambda t=_threads, n=_loads, f=_field, s=_scale: inflight(t, n)[f] * s,
+    )
+figure(
+    "04b",
+    "105 %",
+    "cupy.sum in the same run: fraction_of_copy (inflight_h200.json)",
+    lambda: result("inflight_h200.json")["results"]["library"]["fraction_of_copy"] * 100,
+)
 
 # Chapter 4b: where shared memory wins, naive against tiled matrix product (matmul_h200.json).
 for _quoted, _what, _value in [
