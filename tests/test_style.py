@@ -19,8 +19,6 @@ import pytest
 from helpers import ROOT
 
 MAX_MODULE_LINES = 400
-# Over the limit, waiting for their split: take a module off once it is split (the test says so).
-NOT_YET_SPLIT = {"tests/exercises/test_cheating.py"}
 GPU_NODE_TOOLS = sorted((ROOT / "tools" / "gpu-node").glob("*.sh"))
 
 
@@ -82,9 +80,7 @@ def test_no_module_or_script_is_over_the_limit():
         str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
         for path in sized_files()
     }
-    over = {p: n for p, n in sizes.items() if n > MAX_MODULE_LINES}
-    assert {p: n for p, n in over.items() if p not in NOT_YET_SPLIT} == {}
-    assert NOT_YET_SPLIT <= set(over), "split now: take it off NOT_YET_SPLIT"
+    assert {p: n for p, n in sizes.items() if n > MAX_MODULE_LINES} == {}
 
 
 def test_readme_layout_lists_every_top_level_folder():

@@ -87,6 +87,8 @@ INSTRUCTOR_TESTS = {
     "docs/test_notebook_format.py",
     "jupyter/test_browser.py",
     "nbgrader_driver.py",  # drives nbgrader through grader.selftest
+    "cheating_cases.py",  # the cheating submissions tests/exercises grades, with solutions
+    "cheating_kernel_cases.py",  # its kernel assignments' part
     "tools/test_edition.py",
 }
 INSTRUCTOR_TEST_PATTERN = re.compile(
