@@ -121,16 +121,21 @@ def http_status(url: str) -> int:
         return error.code
 
 
-def solve_exercise(exercise: Path, assignment: str) -> None:
-    """Fill a student's notebook with the instructor's solutions (markers removed)."""
+def solution_answers(assignment: str) -> dict[str, str]:
+    """The answer of every solution cell of *assignment* (markers removed), by grade id."""
     source = json.loads((ROOT / "solutions" / assignment / f"{assignment}.ipynb").read_text())
-    answers = {
+    return {
         c["metadata"]["nbgrader"]["grade_id"]: re.sub(
             r" *### (BEGIN|END) SOLUTION\n", "", "".join(c["source"])
         )
         for c in source["cells"]
         if c["metadata"].get("nbgrader", {}).get("solution")
     }
+
+
+def solve_exercise(exercise: Path, assignment: str) -> None:
+    """Fill a student's notebook with the instructor's solutions (markers removed)."""
+    answers = solution_answers(assignment)
     nb = json.loads(exercise.read_text())
     for cell in nb["cells"]:
         grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
