@@ -169,6 +169,18 @@ def reference(file: str, *keys: str) -> Reference | None:
     )
 
 
+def reference_or_explain(file: str, make: str, *keys: str) -> Reference | None:
+    """:func:`reference`, or None after telling the student that it is not measured yet and how
+    to make it (*make*: the command), so a table without its reference says why."""
+    found = reference(file, *keys)
+    if found is None:
+        print(
+            f"The H200 reference for this table (demos/results/{file}) has not been "
+            f"measured yet. To make it on a GPU node: {make}."
+        )
+    return found
+
+
 def _measure(measure: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any] | None, str, float]:
     """(result, error in words or "", seconds); a failing measurement never stops the chapter."""
     start = time.perf_counter()

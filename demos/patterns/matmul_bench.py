@@ -124,13 +124,7 @@ def main(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------ what chapter 4b shows, live
 def reference() -> live.Reference | None:
     """The shipped H200 result, or None after saying that it has not been measured yet."""
-    found = live.reference(REFERENCE, "results")
-    if found is None:
-        print(
-            f"The H200 reference for this table (demos/results/{REFERENCE}) has not been "
-            f"measured yet. To make it on a GPU node: {MAKE_REFERENCE}."
-        )
-    return found
+    return live.reference_or_explain(REFERENCE, MAKE_REFERENCE, "results")
 
 
 def _kernel(result: dict[str, Any], name: str) -> dict[str, Any]:
