@@ -11,6 +11,15 @@ real gradebook, merging one student at a time through nbgrader's
 killed, the time limit) is listed, with the command that grades them again;
 nothing of the others is lost.
 
+One pool of workers grades every class of a run, and the classes go into it
+dearest first (:func:`longest_first`, by the solution's seconds that
+:func:`prepare` measured): with the longest jobs started first, the last ones
+to start are the short ones, so the workers run out of work nearly together
+instead of a slow class's notebooks finishing alone at the end
+(longest-processing-time-first scheduling). A run can be stopped (*stop* of
+:func:`run_classes`): no more notebooks start, those in flight are ended and
+cleaned up, and the outcomes of the finished ones come back.
+
 Here: the run's settings (:class:`Batch`), its shared pieces (:func:`prepare`),
 the pool of workers (:func:`run_classes`), the merge and the summary table.
 """
@@ -23,6 +32,7 @@ import os
 import queue
 import shutil
 import sys
+import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
@@ -43,6 +53,7 @@ __all__ = [
     "chosen_students",
     "course_setting",
     "grade_student",
+    "longest_first",
     "merge",
     "prepare",
     "run",
@@ -230,8 +241,22 @@ def run(batch: Batch, students: list[str], progress: bool = True) -> list[Outcom
     return run_classes([(batch, students)], progress)[0]
 
 
+def longest_first(classes: list[tuple[Batch, list[str]]]) -> list[int]:
+    """The classes' indexes in the order their notebooks go into the pool: dearest first.
+
+    A class's notebook costs what its solution took in the kernel (the cell
+    limits' file :func:`prepare` made); the classes whose cost is unknown (no
+    file, the solution could not run here) follow in the given order.
+    """
+    costs = [cell_budgets.solution_seconds(batch.cell_budgets) for batch, _ in classes]
+    known = sorted((i for i, c in enumerate(costs) if c is not None), key=lambda i: -costs[i])
+    return known + [i for i, c in enumerate(costs) if c is None]
+
+
 def run_classes(
-    classes: list[tuple[Batch, list[str]]], progress: bool = True
+    classes: list[tuple[Batch, list[str]]],
+    progress: bool = True,
+    stop: threading.Event | None = None,
 ) -> list[list[Outcome]]:
     """Grade several assignments' classes through one pool of workers.
 
@@ -240,17 +265,24 @@ def run_classes(
     notebook (an endless loop held to the cell timeout) runs alone. The
     workers' number is the first batch's (all must agree, as it sets each
     notebook's thread share); outcomes come per class, in input order.
+
+    Once *stop* is set, no notebook starts any more and those in flight are
+    ended (:func:`grade_student`); the outcomes of the notebooks graded to
+    their end come back (so a class's list may be short), and the others are
+    neither merged nor listed.
     """
     workers = classes[0][0].workers
     if any(b.workers != workers for b, _ in classes):
         raise ValueError("the batches of one run must have the same number of workers")
+    if stop is not None and stop.is_set():
+        return [[] for _ in classes]  # stopped before it began: not even the solutions' runs
     cgroups.placement()  # before any worker starts: a move into its leaf moves the grader alone
     # prepare() times each solution (grader.cell_budgets): the assignments' runs overlap.
     with ThreadPoolExecutor(len(classes)) as pool:
         templates = list(pool.map(prepare, [b for b, _ in classes]))
     own_uids = sandbox.own_user(classes[0][0].level)
     with claim_uids(workers if own_uids else 0) as uids:
-        return _run_pool(classes, templates, uids, progress)
+        return _run_pool(classes, templates, uids, progress, stop)
 
 
 def _run_pool(
@@ -258,6 +290,7 @@ def _run_pool(
     templates: list[Path],
     uids: list[int],
     progress: bool,
+    stop: threading.Event | None,
 ) -> list[list[Outcome]]:
     """The pool of :func:`run_classes`: each worker grades as one of *uids* (if any)."""
     from tqdm import tqdm
@@ -267,10 +300,12 @@ def _run_pool(
     for slot in range(workers):
         slots.put(uids[slot] if uids else None)
 
-    def job(batch: Batch, student: str, template: Path) -> Outcome:
+    def job(batch: Batch, student: str, template: Path) -> Outcome | None:
+        if stop is not None and stop.is_set():
+            return None  # still queued when the run was stopped: never started
         uid = slots.get()
         try:
-            return grade_student(batch, student, template, uid)
+            return grade_student(batch, student, template, uid, stop)
         finally:
             slots.put(uid)
 
@@ -286,12 +321,15 @@ def _run_pool(
         ) as bar,
     ):
         futures = {
-            pool.submit(job, batch, student, template): index
-            for index, ((batch, students), template) in enumerate(zip(classes, templates))
-            for student in students
+            pool.submit(job, classes[index][0], student, templates[index]): index
+            for index in longest_first(classes)
+            for student in classes[index][1]
         }
         for future in as_completed(futures):
             outcome = future.result()
+            bar.update()
+            if outcome is None or outcome.status == "stopped":
+                continue
             index = futures[future]
             batch = classes[index][0]
             if outcome.status == "graded":
@@ -301,10 +339,9 @@ def _run_pool(
                     outcome.status = "failed"
                     outcome.flags.append(f"merge: {type(error).__name__}: {error}")
             outcomes[index][outcome.student] = outcome
-            bar.update()
     ordered = []
     for (batch, students), graded in zip(classes, outcomes):
-        ordered.append([graded[s] for s in students])
+        ordered.append([graded[s] for s in students if s in graded])
         (batch.work / "summary.json").write_text(
             json.dumps([asdict(o) for o in ordered[-1]], indent=1)
         )

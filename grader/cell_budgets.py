@@ -153,3 +153,15 @@ def load_limits(path: str) -> dict[str, int]:
     if not path:
         return {}
     return {str(k): int(v) for k, v in json.loads(Path(path).read_text())["limits"].items()}
+
+
+def solution_seconds(path: Path | None) -> float | None:
+    """The solution's seconds in its graded and answer cells together, from *path*; None: unknown.
+
+    What a correct notebook of the assignment costs in its kernel, before
+    start-up and hidden tests: :mod:`grader.batch` starts the dearest classes first.
+    """
+    if path is None or not Path(path).is_file():
+        return None
+    times = json.loads(Path(path).read_text()).get("solution_seconds") or {}
+    return float(sum(times.values())) if times else None

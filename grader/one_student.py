@@ -17,6 +17,7 @@ import re
 import shutil
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +49,11 @@ c.GuardedExecute.timings_file = {timings!r}
 
 @dataclass
 class Outcome:
-    """One student's result, as the summary table shows it."""
+    """One student's result, as the summary table shows it.
+
+    *status*: ``graded``, ``failed`` (with the reason in *flags*), ``no
+    submission``, or ``stopped`` (the run was stopped while it was graded).
+    """
 
     student: str
     status: str = "not graded"
@@ -171,8 +176,38 @@ def failure_reason(log: str) -> str:
     return "nbgrader: " + last[:200]
 
 
-def grade_student(batch: Batch, student: str, template: Path, uid: int | None) -> Outcome:
-    """Check, then autograde one student in their own copy; never raises."""
+def _wait(
+    proc: multiprocessing.process.BaseProcess, seconds: float, stop: threading.Event | None
+) -> str | None:
+    """Wait for the grading process to end: ``"wall"`` or ``"stop"`` if it was cut short, else None.
+
+    With a *stop* event, it is looked at twice a second, so that a grading run
+    that is stopped ends its notebooks in flight within a second.
+    """
+    end = time.monotonic() + seconds
+    while proc.is_alive():
+        left = end - time.monotonic()
+        if left <= 0:
+            return "wall"
+        if stop is not None and stop.is_set():
+            return "stop"
+        proc.join(timeout=min(left, 0.5) if stop is not None else left)
+    return None
+
+
+def grade_student(
+    batch: Batch,
+    student: str,
+    template: Path,
+    uid: int | None,
+    stop: threading.Event | None = None,
+) -> Outcome:
+    """Check, then autograde one student in their own copy; never raises.
+
+    When *stop* is set while the notebook is graded, it is ended as at the
+    wall-time limit (its process group, its sandbox user's processes, its
+    box and cgroup) and comes back ``stopped``.
+    """
     started = time.monotonic()
     outcome = Outcome(student)
     if not (batch.course / "submitted" / student / batch.assignment).is_dir():
@@ -197,15 +232,21 @@ def grade_student(batch: Batch, student: str, template: Path, uid: int | None) -
             args=(str(root), batch.assignment, student, env, str(root / "autograde.log")),
         )
         proc.start()
-        proc.join(timeout=batch.wall_seconds)
-        if proc.is_alive():
+        cut = _wait(proc, batch.wall_seconds, stop)
+        if cut is not None:
             _kill_group(proc.pid)
             proc.join()
+        if cut == "wall":
             outcome.flags.append(f"stopped after the {batch.wall_seconds} s limit per notebook")
         if uid is not None:
             kill_user_processes(uid)
         # Killed before nbgrader took its sandbox apart: do it here.
         outcome.flags += [f"memory: {reason}" for reason in boxes.close_left_behind(root / "box")]
+        if cut == "stop":
+            outcome.status = "stopped"
+            outcome.flags.append("the grading run was stopped while this notebook was graded")
+            outcome.seconds = round(time.monotonic() - started, 1)
+            return outcome
         if (root / "timings.json").is_file():
             outcome.phases = json.loads((root / "timings.json").read_text())
         result_file = root / "result.json"
