@@ -11,6 +11,11 @@ per-notebook serial time. The JSON records the machine, the versions, the
 run's wall time and how busy the CPUs were, each assignment's notebook-seconds
 and scores per kind (also cell by cell), and the estimated speedup over serial
 nbgrader.
+
+A run stopped before its end (SIGTERM from an outer ``timeout``, Ctrl-C, its
+own ``--deadline``: :mod:`grader.stopping`) still writes its JSON, with the
+notebooks graded so far, marked ``"complete": false`` and named
+``...-incomplete.json`` so that it never replaces a finished run's file.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -31,45 +37,10 @@ import nbformat
 
 from grader import batch as batch_mod
 from grader import sandbox
+from grader.stopping import stopping
+from grader.synthetic_class import CLASS_OF_20, KINDS, class_pattern, submission
 
-CLASS_OF_20 = ["good"] * 12 + ["partial"] * 4 + ["looping", "memory", "hostile", "hostile"]
-_EXTRA_CELL = {
-    "looping": "while True:\n    pass",
-    # writes every byte, so the memory is really used (not only reserved)
-    "memory": "hog = []\nwhile True:\n    hog.append(b'x' * (1 << 28))",
-    "hostile": "get_ipython().input_transformers_post.append(lambda lines: [])\n"
-    "import glob\nfor path in glob.glob('../../../*.db'):\n"
-    "    open(path, 'w').write('')",
-}
-
-
-def submission(course: Path, assignment: str, kind: str) -> nbformat.NotebookNode:
-    """A synthetic notebook of the given *kind* for *assignment*.
-
-    A partial one is the blank release with the solution's first answer cell
-    filled in: every assignment has several answer cells, each for its own
-    graded part, so it earns that part's points and no others.
-    """
-    solved = nbformat.read(course / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
-    if kind == "partial":
-        blank = nbformat.read(
-            course / "exercises" / assignment / f"{assignment}.ipynb", as_version=4
-        )
-        first = next(
-            c
-            for c in solved.cells
-            if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"
-        )
-        for cell in blank.cells:
-            if (
-                cell.metadata.get("nbgrader", {}).get("grade_id")
-                == first.metadata["nbgrader"]["grade_id"]
-            ):
-                cell.source = first.source
-        return blank
-    if kind in _EXTRA_CELL:
-        solved.cells.insert(1, nbformat.v4.new_code_cell(_EXTRA_CELL[kind]))
-    return solved
+__all__ = ["CLASS_OF_20", "bench", "cell_scores", "submission", "unlike_the_rest"]
 
 
 def hardware() -> dict:
@@ -192,26 +163,30 @@ def bench(
     workers: int,
     serial_sample: int,
     output: Path,
+    stop: threading.Event | None = None,
+    pattern: list[str] = CLASS_OF_20,
 ) -> Path:
     """Run the benchmark; the path of the JSON it wrote.
 
     All assignments' classes are graded in one run of *workers* (as
     ``python -m grader autograde A B ...`` does), so the wall time is the
     time to grade them all; each assignment also records the seconds its
-    notebooks took.
+    notebooks took. The students' kinds cycle through *pattern*. Once *stop*
+    is set, grading ends (:func:`grader.batch.run_classes`), no serial sample
+    is taken, and the JSON holds the notebooks graded so far.
     """
     result = {
         "hardware": hardware(),
         "students": students,
         "workers": workers,
-        "class_pattern": CLASS_OF_20,
+        "class_pattern": pattern,
         "assignments": {},
     }
     with tempfile.TemporaryDirectory(prefix="grader-bench-") as tmp:
         Path(tmp).chmod(0o711)  # the sandbox user walks through it at the "uid" level
         kinds: dict[str, str] = {}  # the same class, by name and kind, in every assignment
         for i in range(students):
-            kind = CLASS_OF_20[i % len(CLASS_OF_20)]
+            kind = pattern[i % len(pattern)]
             kinds[f"s{i:03d}-{kind}"] = kind
         classes = []
         for assignment in assignments:
@@ -225,24 +200,30 @@ def bench(
             classes.append((run, list(kinds)))
         busy, total = _cpu_times()
         started = time.monotonic()
-        results = batch_mod.run_classes(classes)
+        results = batch_mod.run_classes(classes, stop=stop)
         wall = time.monotonic() - started
         busy_after, total_after = _cpu_times()
+        result |= _progress(results, len(classes) * students, started, stop)
+        # the order the classes went into the pool: the dearest solution first
+        result["submitted_order"] = [
+            classes[i][0].assignment for i in batch_mod.longest_first(classes)
+        ]
         result["wall_seconds"] = round(wall, 1)
         result["cpu_busy_percent"] = round(
             100 * (busy_after - busy) / max(1, total_after - total), 1
         )
+        sample = 0 if stop is not None and stop.is_set() else serial_sample
         for (run, names), outcomes in zip(classes, results):
             result["assignments"][run.assignment] = _assignment_result(
-                course, run, names, outcomes, kinds, serial_sample, Path(tmp)
+                course, run, names, outcomes, kinds, sample, Path(tmp)
             )
     serial = sum(a["estimated_serial_seconds"] for a in result["assignments"].values())
     result["estimated_serial_seconds"] = round(serial, 1)
-    result["speedup_vs_serial_estimate"] = round(serial / result["wall_seconds"], 2)
+    result["speedup_vs_serial_estimate"] = round(serial / max(0.1, result["wall_seconds"]), 2)
     output.mkdir(parents=True, exist_ok=True)
     path = output / (
         f"grading-bench-{'-'.join(assignments)}-{students}students-{workers}w-"
-        f"{result['hardware']['cores']}cores.json"
+        f"{result['hardware']['cores']}cores{'' if result['complete'] else '-incomplete'}.json"
     )
     from demos import provenance  # which grading code and versions this time belongs to
 
@@ -251,6 +232,28 @@ def bench(
     stamped = provenance.stamp(result, sources)
     path.write_text(json.dumps(stamped, indent=1) + "\n")
     return path
+
+
+def _progress(
+    results: list[list[batch_mod.Outcome]],
+    total: int,
+    started: float,
+    stop: threading.Event | None,
+) -> dict:
+    """How far the run got: complete or not, notebooks graded of all, why and when it stopped.
+
+    ``stopped_at_seconds`` counts as ``wall_seconds`` does, from the start of the
+    grading run (the solutions' runs for the cell limits first); negative: stopped
+    while the submissions were still being made.
+    """
+    graded = sum(len(outcomes) for outcomes in results)
+    progress: dict = {"complete": graded == total, "graded_notebooks": graded}
+    progress["total_notebooks"] = total
+    if stop is not None and stop.is_set():
+        progress["stopped_by"] = getattr(stop, "reason", "") or "stop"
+        at = getattr(stop, "at", None)
+        progress["stopped_at_seconds"] = None if at is None else round(at - started, 1)
+    return progress
 
 
 def _assignment_result(
@@ -266,6 +269,8 @@ def _assignment_result(
     assignment, copy = run.assignment, run.course
     # After the class, on a warm machine (libraries in the file cache, GPU
     # driver loaded), as an instructor's serial run would mostly be.
+    graded = {o.student for o in outcomes}
+    students = [s for s in students if s in graded]  # all, unless the run was stopped
     serial = [s for s in students if kinds[s] in ("good", "partial")][:serial_sample]
     serial_copy = _course_copy(course, tmp / f"{assignment}-serial")
     _nbgrader(serial_copy, "generate_assignment", assignment)
@@ -333,14 +338,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=3,
         help="students graded by plain serial nbgrader autograde to compare",
     )
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        metavar="SECONDS",
+        help="after this many seconds from the start, start no more notebooks, end those in "
+        "flight and write what was graded (as on SIGTERM or Ctrl-C); set it below an outer "
+        "time limit",
+    )
+    parser.add_argument(
+        "--class-pattern",
+        type=class_pattern,
+        default=CLASS_OF_20,
+        metavar="KINDS",
+        help=f"comma-separated kinds the students cycle through, of {', '.join(KINDS)} "
+        "(default: the class of 20)",
+    )
     parser.add_argument("--output", type=Path, default=Path("grader/results"))
 
 
 def main(course: Path, args: argparse.Namespace) -> int:
-    """Run the benchmark and print where its JSON is."""
+    """Run the benchmark, print where its JSON is; 1 when it was stopped before its end.
+
+    SIGTERM, SIGINT and ``--deadline`` stop it (:mod:`grader.stopping`), for
+    this command only: the previous handlers come back when it returns.
+    """
     assignments = args.assignments.split(",")
-    path = bench(
-        course, assignments, args.students, args.workers, args.serial_sample, args.output.resolve()
-    )
+    with stopping(args.deadline) as stop:
+        path = bench(
+            course,
+            assignments,
+            args.students,
+            args.workers,
+            args.serial_sample,
+            args.output.resolve(),
+            stop,
+            args.class_pattern,
+        )
+    result = json.loads(path.read_text())
+    if not result["complete"]:
+        print(
+            f"grader bench: stopped ({result.get('stopped_by', 'stop')}) after "
+            f"{result['wall_seconds']:g} s: {result['graded_notebooks']} of "
+            f"{result['total_notebooks']} notebooks graded; the partial result:",
+            file=sys.stderr,
+        )
     print(path)
-    return 0
+    return 0 if result["complete"] else 1

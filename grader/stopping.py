@@ -1,0 +1,82 @@
+"""Stopping a long grading benchmark early, so that it still reports what it graded.
+
+A benchmark of a whole class runs for minutes, often under an outer time limit
+(``timeout``, a batch scheduler) that ends it with SIGTERM. Killed outright, it
+would leave nothing, and the notebooks in flight would keep their sandboxes. So
+``python -m grader bench`` runs inside :func:`stopping`: SIGTERM, SIGINT or its
+own deadline only set a :class:`Stop` event; :func:`grader.batch.run_classes`
+then starts no more notebooks, ends and cleans up those in flight, and hands
+back the finished ones, which the benchmark writes as a partial result.
+
+The handlers are the benchmark's alone: they are installed by its ``main`` for
+the run and the previous ones are put back afterwards (``python -m grader
+autograde`` keeps Python's own, and a Ctrl-C there stops it as before).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+
+#: The signals that stop a benchmark (an outer ``timeout`` sends the first).
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class Stop(threading.Event):
+    """An event that also says why and when it was first set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reason = ""
+        self.at: float | None = None  # time.monotonic() when it was first set
+
+    def request(self, reason: str) -> None:
+        """Set the event, keeping the first reason and instant."""
+        if not self.is_set():
+            self.reason, self.at = reason, time.monotonic()
+            self.set()
+
+
+def _say(text: str) -> None:
+    # os.write, not print: a signal handler may run while the main thread is inside print
+    os.write(2, f"\ngrader bench: {text}\n".encode())
+
+
+@contextlib.contextmanager
+def stopping(deadline: float | None = None) -> Iterator[Stop]:
+    """A :class:`Stop` set by SIGTERM, SIGINT or after *deadline* seconds, for the block.
+
+    The previous handlers are restored and the deadline's timer cancelled when
+    the block ends, however it ends.
+    """
+    stop = Stop()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        name = signal.Signals(signum).name
+        if not stop.is_set():
+            _say(f"{name}: no more notebooks start; ending those in flight, then writing")
+        stop.request(name)
+
+    def on_deadline() -> None:
+        _say(f"the deadline of {deadline:g} s passed: ending the notebooks in flight, then writing")
+        stop.request("deadline")
+
+    previous = {sig: signal.getsignal(sig) for sig in SIGNALS}
+    timer = None
+    try:
+        for sig in SIGNALS:
+            signal.signal(sig, on_signal)
+        if deadline is not None:
+            timer = threading.Timer(max(0.0, deadline), on_deadline)
+            timer.daemon = True
+            timer.start()
+        yield stop
+    finally:
+        if timer is not None:
+            timer.cancel()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
