@@ -24,7 +24,23 @@ ALL_SEVEN = "-".join([*CLASS_OF_200, "profiling", "kernel_patterns"]) + "-100stu
 
 
 def _bench(name: str, folder: str = "") -> dict:
-    return json.loads((RESULTS / folder / f"grading-bench-{name}.json").read_text())
+    """A recorded run the prose quotes: always one that graded its whole class.
+
+    A run stopped early (``"complete": false``, written as ``...-incomplete.json``)
+    is never quoted as a finished one; runs from before the key were all complete.
+    """
+    result = json.loads((RESULTS / folder / f"grading-bench-{name}.json").read_text())
+    assert result.get("complete", True) is True, f"{name}: an incomplete run is quoted"
+    if "complete" in result:
+        assert result["graded_notebooks"] == result["total_notebooks"], name
+    return result
+
+
+def test_incomplete_runs_are_named_so() -> None:
+    """A partial result's file says so in its name, so it never passes for a finished run."""
+    for path in RESULTS.rglob("grading-bench-*.json"):
+        complete = json.loads(path.read_text()).get("complete", True)
+        assert complete == (not path.stem.endswith("-incomplete")), path.name
 
 
 def _prose(path: Path) -> str:
