@@ -11,9 +11,9 @@ transformer that disables the checks, printing to stderr or printing hidden
 inputs. Every case must get what a fair grader gives, the same on a
 CPU grader as on a GPU one (the checks run the same way on both), and no
 feedback may show hidden inputs. All cases run in one nbgrader batch, under
-a course secret, to keep this quick: the session-scoped ``batch`` fixture of
-tests/exercises/conftest.py calls :func:`grade_batch` once for every test module
-that asks (tests/exercises/test_cheating_scores.py, test_cheating_feedback.py).
+a course secret, to keep this quick: the module-scoped ``batch`` fixture of
+tests/exercises/test_cheating.py calls :func:`grade_batch` once, for its score and
+feedback tests.
 The kernel assignments' cases are in tests/cheating_kernel_cases.py.
 """
 

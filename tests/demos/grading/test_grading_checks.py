@@ -2,10 +2,9 @@
 
 The stand-in for CuPy must fail NumPy-only code the way CuPy does, and the
 watchers must see kernel launches, course code and forbidden helpers. The real
-``nbgrader autograde`` runs are in tests/exercises/test_cheating_scores.py,
-test_cheating_feedback.py and tests/grader/verdicts/test_verdict_attacks.py; the
-hidden tests' side is in tests/grader/verdicts/, the screening before grading in
-tests/grader/test_screen.py.
+``nbgrader autograde`` runs are in tests/exercises/test_cheating.py and
+tests/grader/verdicts/test_verdict_attacks.py; the hidden tests' side is in
+tests/grader/verdicts/, the screening before grading in tests/grader/test_screen.py.
 """
 
 from __future__ import annotations

@@ -1,11 +1,20 @@
-"""What a cheating submission's feedback and kernel see: no hidden input, no secret.
+"""Cheating submissions score what a fair grader gives; feedback and kernel see nothing hidden.
 
-A case that prints what it is given, one that disables the checks with an
-IPython input transformer and one that writes to stderr, all graded in the
-session's ``batch`` (tests/exercises/conftest.py, cases in tests/cheating_cases.py):
-the feedback may show the visible calls' arguments but never a hidden one, the
-student's kernel never holds the course secret or the hidden tests' seeds, and
-stderr costs at most the visible check.
+The cases (the instructor's solution with one shortcut each: course code, a
+forbidden helper, NumPy where the device is asked for, a kernel that loops or
+misses its bounds check, ...) and their expected scores are in
+tests/cheating_kernel_cases.py and tests/cheating_cases.py; the module's
+``batch`` fixture grades them all once with real ``nbgrader autograde``. The
+scores must be the same on a CPU and on a GPU grader. Three cases (one prints
+what it is given, one disables the checks with an IPython input transformer,
+one writes to stderr) also show that the feedback may show the visible calls'
+arguments but never a hidden one, that the student's kernel never holds the
+course secret or the hidden tests' seeds, and that stderr costs at most the
+visible check.
+
+The score tests and the feedback tests share one module on purpose: the test
+run spreads whole modules over its workers (``--dist loadfile``), so a batch
+shared by two modules would be graded once per worker, minutes each time.
 """
 
 from __future__ import annotations
@@ -16,10 +25,29 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from cheating_cases import SECRET
+from cheating_cases import CASES, CELL_SCORES, SECRET, grade_batch
 from nbgrader_driver import page_text, scores
 
+from grader.bench import cell_scores
+
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The course copy in which every cheating case was handed in and graded."""
+    return grade_batch(tmp_path_factory.mktemp("cheating"))
+
+
+@pytest.mark.parametrize(
+    ("student", "assignment", "expected"),
+    [(s, a, e) for s, a, _, e in CASES],
+    ids=[case[0] for case in CASES],
+)
+def test_cheat_gets_a_fair_score(batch: Path, student: str, assignment: str, expected: int) -> None:
+    assert scores(batch)[(assignment, student)] == (expected, 10)
+    assert cell_scores(batch, assignment, student) == CELL_SCORES[student]
+    assert sum(CELL_SCORES[student].values()) == expected
 
 
 def test_stderr_costs_at_most_the_visible_check(batch: Path) -> None:
