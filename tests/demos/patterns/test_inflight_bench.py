@@ -1,22 +1,20 @@
-"""Chapter 4b's bytes-in-flight sweep: the benchmark's core, its table, and a missing reference.
+"""Chapter 4b's bytes-in-flight sweep: the benchmark's core and its table.
 
 The core runs here on NumPy arrays in the simulator at tiny sizes (every sum
 checked against float64, every row of the chapter's table filled); the command
-refuses without a GPU like every GPU benchmark; until the H200 reference is
-measured, the chapter says so in one sentence instead of failing.
+without a GPU, and the chapter without the H200 reference, are tested with
+matmul's in test_bench_commands.py.
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
 import pytest
 
 import demos.patterns  # noqa: F401  (the simulator's own shared buffers and shuffles)
-from demos import hardware, live, provenance, shipped_results
-from demos.__main__ import COMMANDS
+from demos import live, provenance, shipped_results
 from demos.patterns import inflight, inflight_bench
 from helpers import ROOT
 
@@ -97,30 +95,6 @@ def test_predictions_are_printed_beside_the_measurement(capsys) -> None:
     assert "set block_size_matters" in capsys.readouterr().out
     inflight_bench.compare_prediction({1: 0.5}, True, None)
     assert "no reference yet" in capsys.readouterr().out
-
-
-def test_the_command_is_registered_and_refuses_without_a_gpu(tmp_path, capsys) -> None:
-    assert COMMANDS[("bench", "inflight")][0] == "demos.patterns.inflight_bench"
-    for source in inflight_bench.SOURCES:
-        assert (ROOT / source).is_file(), source
-    if hardware.cupy_available():
-        pytest.skip("this machine has a GPU: the command would measure")
-    args = argparse.Namespace(output=tmp_path, quick=True)
-    assert inflight_bench.main(args) == 1
-    assert "needs a GPU with CuPy" in capsys.readouterr().out
-    assert not (tmp_path / "inflight.json").exists()
-
-
-def test_without_the_reference_the_chapter_says_it_is_not_measured_yet(
-    tmp_path, monkeypatch, capsys
-) -> None:
-    monkeypatch.setattr(shipped_results, "RESULTS_DIR", tmp_path)
-    assert inflight_bench.reference() is None
-    said = capsys.readouterr().out
-    assert "has not been measured yet" in said and "python -m demos bench inflight" in said
-    live.side_by_side(inflight_bench.TABLE, None, None, need="gpu")  # prints, never raises
-    assert "no reference result shipped" in capsys.readouterr().out
-    inflight_bench.compare_prediction({1: 0.5}, True, None)  # nor does this
 
 
 def test_the_shipped_reference_shows_the_lesson() -> None:

@@ -4,12 +4,12 @@ The naive kernel reads every operand from global memory (2 k loads per output),
 the tiled one each element once per tile step (2 ceil(k / TILE) per output): the
 counts in the simulator must be exactly those the chapter's prediction cell and
 the benchmark's records state. The benchmark's core runs here on NumPy arrays in
-the simulator; its command refuses without a GPU, like every GPU benchmark.
+the simulator (the command without a GPU, and the chapter without the reference:
+test_bench_commands.py).
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from pathlib import Path
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import demos.patterns  # noqa: F401  (the simulator's own shared buffers)
-from demos import hardware, live, provenance, shipped_results
+from demos import live, provenance, shipped_results
 from demos.patterns import matmul, matmul_bench, reports
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -128,26 +128,6 @@ def test_the_benchmark_times_the_students_kernel_with_its_own_tile() -> None:
     tiled = result["kernels"][1]
     assert result["tiled_kernel"] == "yours" and tiled["tile"] == 4 and tiled["correct"]
     assert tiled["block"] == [4, 4] and tiled["grid"] == [3, 3]
-
-
-def test_the_command_refuses_without_a_gpu_and_names_what_it_needs(tmp_path, capsys) -> None:
-    if hardware.cupy_available():
-        pytest.skip("this machine has a GPU: the command would measure")
-    args = argparse.Namespace(output=tmp_path, quick=True)
-    assert matmul_bench.main(args) == 1
-    assert "needs a GPU with CuPy" in capsys.readouterr().out
-    assert not (tmp_path / "matmul.json").exists()
-
-
-def test_without_the_reference_the_chapter_says_it_is_not_measured_yet(
-    tmp_path, monkeypatch, capsys
-) -> None:
-    monkeypatch.setattr(shipped_results, "RESULTS_DIR", tmp_path)
-    assert matmul_bench.reference() is None
-    said = capsys.readouterr().out
-    assert "has not been measured yet" in said and "python -m demos bench matmul" in said
-    live.side_by_side(matmul_bench.TABLE, None, None, need="gpu")  # prints, never raises
-    assert "no reference result shipped" in capsys.readouterr().out
 
 
 def test_the_shipped_reference_shows_the_lesson() -> None:
