@@ -12,7 +12,7 @@ killed, the time limit) is listed, with the command that grades them again;
 nothing of the others is lost.
 
 One pool of workers grades every class of a run, and the classes go into it
-dearest first (:func:`longest_first`, by the solution's seconds that
+most costly first (:func:`longest_first`, by the solution's seconds that
 :func:`prepare` measured): with the longest jobs started first, the last ones
 to start are the short ones, so the workers run out of work nearly together
 instead of a slow class's notebooks finishing alone at the end
@@ -242,7 +242,7 @@ def run(batch: Batch, students: list[str], progress: bool = True) -> list[Outcom
 
 
 def longest_first(classes: list[tuple[Batch, list[str]]]) -> list[int]:
-    """The classes' indexes in the order their notebooks go into the pool: dearest first.
+    """The classes' indexes in the order their notebooks go into the pool: most costly first.
 
     A class's notebook costs what its solution took in the kernel (the cell
     limits' file :func:`prepare` made); the classes whose cost is unknown (no

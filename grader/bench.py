@@ -204,7 +204,7 @@ def bench(
         wall = time.monotonic() - started
         busy_after, total_after = _cpu_times()
         result |= _progress(results, len(classes) * students, started, stop)
-        # the order the classes went into the pool: the dearest solution first
+        # the order the classes went into the pool: the most costly solution first
         result["submitted_order"] = [
             classes[i][0].assignment for i in batch_mod.longest_first(classes)
         ]

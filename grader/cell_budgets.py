@@ -159,7 +159,7 @@ def solution_seconds(path: Path | None) -> float | None:
     """The solution's seconds in its graded and answer cells together, from *path*; None: unknown.
 
     What a correct notebook of the assignment costs in its kernel, before
-    start-up and hidden tests: :mod:`grader.batch` starts the dearest classes first.
+    start-up and hidden tests: :mod:`grader.batch` starts the most costly classes first.
     """
     if path is None or not Path(path).is_file():
         return None

@@ -1,7 +1,7 @@
 """grader.batch's pool without notebooks: which class goes in first, and a run that is stopped.
 
 ``prepare`` and ``grade_student`` are replaced by stand-ins that record what
-the pool asks of them, so these run in a moment: that the dearest class (by
+the pool asks of them, so these run in a moment: that the most costly class (by
 its solution's seconds in the cell-limits file) is started first, that the
 outcomes still come back per class in the order given, and that once the stop
 event is set nothing more starts and the finished outcomes come back.
@@ -55,7 +55,7 @@ def pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     return {"classes": classes, "asked": asked, "monkeypatch": monkeypatch}
 
 
-def test_the_dearest_class_goes_into_the_pool_first(pool: dict) -> None:
+def test_the_most_costly_class_goes_into_the_pool_first(pool: dict) -> None:
     results = run_classes(pool["classes"], progress=False)
     # one worker takes the notebooks in the order they were submitted
     order = list(dict.fromkeys(a for a, _ in pool["asked"]))
