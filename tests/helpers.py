@@ -105,6 +105,15 @@ def assert_distances(result: Any, x: np.ndarray, y: np.ndarray | None = None) ->
     np.testing.assert_allclose(result.astype(np.float64), expected, rtol=rtol, atol=atol)
 
 
+def notebook_cell(source: str, name: str) -> Any:
+    """*name* as a chapter's cell defines it: *source* run after the setup cell's imports
+    (numpy as np, numba's cuda), not imported from ``demos``, as a student's cell makes it."""
+    namespace: dict[str, object] = {}
+    exec("import numpy as np\nfrom numba import cuda", namespace)  # noqa: S102
+    exec(compile(source, f"<{name}>", "exec"), namespace)  # noqa: S102 - answers and test cases
+    return namespace[name]
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it)."""
     with socket.socket() as s:

@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from demos.checks import CHECKS, answer_source, passes
-from helpers import ROOT
+from helpers import ROOT, notebook_cell
 
 MARKER = re.compile(r"^# Your turn: (\w+)\s*$", re.MULTILINE)
 TECHNICAL_CHAPTERS = ("02", "03", "04", "04a", "04b", "06")
@@ -37,14 +37,6 @@ def student_cells() -> list[tuple[str, str, str, str]]:
 
 
 CELLS = student_cells()
-
-
-def _defined(source: str, name: str) -> object:
-    """Run a cell as the notebook would: after the setup cell, which imports np and cuda."""
-    namespace: dict[str, object] = {}
-    exec("import numpy as np\nfrom numba import cuda", namespace)  # noqa: S102
-    exec(compile(source, f"<{name}>", "exec"), namespace)  # noqa: S102 - our own notebook/answer code
-    return namespace[name]
 
 
 def test_the_course_has_enough_student_cells_and_kernels() -> None:
@@ -76,12 +68,12 @@ def test_every_student_cell_is_followed_by_its_check_and_every_check_is_used() -
 def test_check_fails_the_stub_and_passes_the_model_answer(
     chapter, name, stub, follow, capsys
 ) -> None:
-    assert passes(name, _defined(stub, name)) is False
+    assert passes(name, notebook_cell(stub, name)) is False
     if chapter == "05":  # chapter 5's check trains the network: it needs Keras
         pytest.importorskip("keras")
     said = capsys.readouterr().out
     assert said.startswith(f"✗ {name}:"), said
-    assert passes(name, _defined(answer_source(name), name)) is True
+    assert passes(name, notebook_cell(answer_source(name), name)) is True
     assert capsys.readouterr().out.startswith(f"✓ {name}:")
 
 
@@ -171,7 +163,7 @@ combine_kernel = {"in_params": "T x2_i, T xy, T y2_j", "out_params": "T d",
 @pytest.mark.parametrize("name", sorted(MISTAKES))
 def test_typical_mistakes_get_specific_feedback(name: str, capsys) -> None:
     source, words = MISTAKES[name]
-    assert passes(name, _defined(source, name)) is False
+    assert passes(name, notebook_cell(source, name)) is False
     said = capsys.readouterr().out
     assert words in said, f"feedback for {name} should mention {words!r}: {said}"
 
@@ -187,7 +179,7 @@ def test_typical_mistakes_get_specific_feedback(name: str, capsys) -> None:
 )
 def test_combine_kernel_explains_what_c_and_cupy_would_reject(change, words, capsys) -> None:
     """The kernel strings are C for CuPy: Python-isms and a float64 output are named, on CPU too."""
-    spec = {**_defined(answer_source("combine_kernel"), "combine_kernel"), **change}
+    spec = {**notebook_cell(answer_source("combine_kernel"), "combine_kernel"), **change}
     assert passes("combine_kernel", spec) is False
     said = capsys.readouterr().out
     assert words in said, said
@@ -205,7 +197,7 @@ def distance_on_device(x, y, kernel):
         cuda.to_device(x), cuda.to_device(y), out)
     return out.copy_to_host()
 """
-    assert passes("distance_on_device", _defined(copied_in, "distance_on_device")) is False
+    assert passes("distance_on_device", notebook_cell(copied_in, "distance_on_device")) is False
     assert "allocate it there with cuda.device_array" in capsys.readouterr().out
     left_on_gpu = copied_in.replace("np.zeros", "np.empty").replace(
         "return out.copy_to_host()", "return out"
@@ -214,7 +206,7 @@ def distance_on_device(x, y, kernel):
         "out = cuda.to_device(np.empty((x.shape[0], y.shape[0])))",
         "out = cuda.device_array((x.shape[0], y.shape[0]))",
     )
-    assert passes("distance_on_device", _defined(left_on_gpu, "distance_on_device")) is False
+    assert passes("distance_on_device", notebook_cell(left_on_gpu, "distance_on_device")) is False
     assert "you returned the device array" in capsys.readouterr().out
 
 
@@ -228,7 +220,8 @@ def distance_on_device(x, y, kernel):
 )
 def test_combine_kernel_accepts_other_correct_c(operation, capsys) -> None:
     """A local variable, a compound assignment or another order is still right C: not refused."""
-    spec = {**_defined(answer_source("combine_kernel"), "combine_kernel"), "operation": operation}
+    answer = notebook_cell(answer_source("combine_kernel"), "combine_kernel")
+    spec = {**answer, "operation": operation}
     assert passes("combine_kernel", spec) is True, capsys.readouterr().out
 
 
@@ -251,7 +244,7 @@ def test_combine_kernel_is_compiled_by_cupy_on_a_gpu(monkeypatch, capsys) -> Non
         return original(*args, **kwargs)
 
     monkeypatch.setattr(cupy, "ElementwiseKernel", counted)
-    spec = _defined(answer_source("combine_kernel"), "combine_kernel")
+    spec = notebook_cell(answer_source("combine_kernel"), "combine_kernel")
     assert passes("combine_kernel", spec) is True
     assert "compiled by CuPy and run on the GPU" in capsys.readouterr().out
     assert built and set(built) == {spec["operation"]}
@@ -269,12 +262,12 @@ def test_distance_on_device_runs_a_shape_only_a_gpu_gets(capsys) -> None:
 
     assert on_gpu(), "a GPU, but Numba runs the simulator"
     model = answer_source("distance_on_device")
-    assert passes("distance_on_device", _defined(model, "distance_on_device")) is True
+    assert passes("distance_on_device", notebook_cell(model, "distance_on_device")) is True
     capsys.readouterr()
     full = "grid = (math.ceil(y.shape[0] / BLOCK[0]), "
     assert full in model
     capped = model.replace(full, "grid = (min(math.ceil(y.shape[0] / BLOCK[0]), 64), ")
-    assert passes("distance_on_device", _defined(capped, "distance_on_device")) is False
+    assert passes("distance_on_device", notebook_cell(capped, "distance_on_device")) is False
     said = capsys.readouterr().out
     assert "1000 x 3001 output" in said and "unwritten" in said, said
 
@@ -286,7 +279,7 @@ def test_batch_trial_trains_on_the_gpu_and_allows_its_larger_batches(capsys) -> 
     pytest.importorskip("keras")
     from demos.checks import cnn_checks
 
-    model = _defined(answer_source("batch_trial"), "batch_trial")
+    model = notebook_cell(answer_source("batch_trial"), "batch_trial")
     assert passes("batch_trial", model) is True
     assert "on this machine's GPU" in capsys.readouterr().out
     too_large = {"batch_size": cnn_checks.LARGEST_BATCH["gpu"] + 1, "predicted_speedup": 4}

@@ -15,6 +15,7 @@ import pytest
 
 import demos.patterns  # noqa: F401  (the simulator's own shared buffers and shuffles)
 from demos.checks import answer_source, passes
+from helpers import notebook_cell
 
 # the model answer's body with one thing changed, so each test names what differs
 MODEL = answer_source("tiled_matmul")
@@ -23,10 +24,7 @@ assert SECOND_BARRIER in MODEL
 
 
 def _kernel(source: str):
-    namespace: dict[str, object] = {}
-    exec("import numpy as np\nfrom numba import cuda", namespace)  # noqa: S102
-    exec(compile(source, "<tiled_matmul test>", "exec"), namespace)  # noqa: S102
-    return namespace["tiled_matmul"]
+    return notebook_cell(source, "tiled_matmul")
 
 
 def _verdict(source: str, capsys) -> tuple[bool, str]:

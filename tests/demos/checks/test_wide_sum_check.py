@@ -17,6 +17,7 @@ import pytest
 import demos.patterns  # noqa: F401  (the simulator's own shared buffers and shuffles)
 from demos.checks import answer_source, inflight_checks, passes
 from demos.patterns import inflight, loadtrace
+from helpers import notebook_cell
 
 MODEL = answer_source("wide_sum")
 LOOP = """    for start in range(cuda.grid(1), n, LOADS * stride):
@@ -30,10 +31,7 @@ assert LOOP in MODEL
 
 
 def _kernel(source: str):
-    namespace: dict[str, object] = {}
-    exec("import numpy as np\nfrom numba import cuda", namespace)  # noqa: S102
-    exec(compile(source, "<wide_sum test>", "exec"), namespace)  # noqa: S102
-    return namespace["wide_sum"]
+    return notebook_cell(source, "wide_sum")
 
 
 def _verdict(source: str, capsys) -> tuple[bool, str]:
