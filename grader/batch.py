@@ -11,14 +11,15 @@ real gradebook, merging one student at a time through nbgrader's
 killed, the time limit) is listed, with the command that grades them again;
 nothing of the others is lost.
 
-One pool of workers grades every class of a run, and the classes go into it
-most costly first (:func:`longest_first`, by the solution's seconds that
-:func:`prepare` measured): with the longest jobs started first, the last ones
-to start are the short ones, so the workers run out of work nearly together
-instead of a slow class's notebooks finishing alone at the end
-(longest-processing-time-first scheduling). A run can be stopped (*stop* of
-:func:`run_classes`): no more notebooks start, those in flight are ended and
-cleaned up, and the outcomes of the finished ones come back.
+One pool of workers grades every class of a run. A class joins it as soon as
+its solution has been timed for the cell limits (:func:`measure_limits`), and
+a free worker takes the next notebook of the most costly class that has joined
+(:mod:`grader.class_queue`, by the solution's seconds): the slow notebooks
+start early, the short ones fill the end, so the workers run out of work
+nearly together, and the cheap classes are graded while the costly solutions
+are still being timed. A run can be stopped (*stop* of :func:`run_classes`):
+no more notebooks start, those in flight are ended and cleaned up, and the
+outcomes of the finished ones come back.
 
 Here: the run's settings (:class:`Batch`), its shared pieces (:func:`prepare`),
 the pool of workers (:func:`run_classes`), the merge and the summary table.
@@ -33,6 +34,7 @@ import queue
 import shutil
 import sys
 import threading
+import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
@@ -40,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grader import cell_budgets, cgroups, sandbox
+from grader.class_queue import ClassQueue
 from grader.one_student import Outcome, grade_student, traversable
 from grader.processes import BASE_UID, claim_uids, unreachable
 from grader.safe_files import Allowance, replace_tree, size_text
@@ -53,11 +56,12 @@ __all__ = [
     "chosen_students",
     "course_setting",
     "grade_student",
-    "longest_first",
+    "measure_limits",
     "merge",
     "prepare",
     "run",
     "run_classes",
+    "shared_template",
     "students_of",
     "table",
 ]
@@ -133,7 +137,14 @@ def chosen_students(course: Path, assignment: str, named: str | None) -> list[st
 
 
 def prepare(batch: Batch) -> Path:
-    """The run's shared pieces: a template gradebook, the kernelspec folder."""
+    """The run's shared pieces: the template gradebook (its path), and the cell limits."""
+    template = shared_template(batch)
+    measure_limits(batch)
+    return template
+
+
+def shared_template(batch: Batch) -> Path:
+    """The run's folder and its template gradebook (a copy made before grading starts)."""
     batch.work.mkdir(parents=True, exist_ok=True)
     traversable(batch.work)
     if batch.level == "uid":  # no private mounts: the sandbox user walks the real path
@@ -154,6 +165,11 @@ def prepare(batch: Batch) -> Path:
     template = batch.work / "template.db"
     shutil.copy2(main_db, template)
     template.chmod(0o600)
+    return template
+
+
+def measure_limits(batch: Batch) -> None:
+    """Time the solution for the limits of each cell (sets ``batch.cell_budgets``)."""
     timeout = int(_course_config(batch.course).Execute.get("timeout", 60))
     # the solution runs with the notebooks' share of the cores and GPUs (no HOME of theirs)
     as_notebooks = sandbox.Policy(level=batch.level, threads=batch.threads, gpu=bool(batch.gpu))
@@ -164,7 +180,6 @@ def prepare(batch: Batch) -> Path:
         timeout,
         sandbox.kernel_environment(as_notebooks),
     )
-    return template
 
 
 def merge(batch: Batch, outcome: Outcome) -> None:
@@ -241,18 +256,6 @@ def run(batch: Batch, students: list[str], progress: bool = True) -> list[Outcom
     return run_classes([(batch, students)], progress)[0]
 
 
-def longest_first(classes: list[tuple[Batch, list[str]]]) -> list[int]:
-    """The classes' indexes in the order their notebooks go into the pool: most costly first.
-
-    A class's notebook costs what its solution took in the kernel (the cell
-    limits' file :func:`prepare` made); the classes whose cost is unknown (no
-    file, the solution could not run here) follow in the given order.
-    """
-    costs = [cell_budgets.solution_seconds(batch.cell_budgets) for batch, _ in classes]
-    known = sorted((i for i, c in enumerate(costs) if c is not None), key=lambda i: -costs[i])
-    return known + [i for i, c in enumerate(costs) if c is None]
-
-
 def run_classes(
     classes: list[tuple[Batch, list[str]]],
     progress: bool = True,
@@ -264,12 +267,16 @@ def run_classes(
     run per assignment would end each one with a tail in which a single slow
     notebook (an endless loop held to the cell timeout) runs alone. The
     workers' number is the first batch's (all must agree, as it sets each
-    notebook's thread share); outcomes come per class, in input order.
+    notebook's thread share); outcomes come per class, in input order, each
+    with the second of the run at which it started (``started_seconds``).
 
+    The solutions are timed (:func:`measure_limits`) side by side while the
+    pool already grades the classes that are ready (:mod:`grader.class_queue`).
     Once *stop* is set, no notebook starts any more and those in flight are
     ended (:func:`grade_student`); the outcomes of the notebooks graded to
     their end come back (so a class's list may be short), and the others are
-    neither merged nor listed.
+    neither merged nor listed. A solution still being timed then runs to its
+    end (at most the course's cell timeout per cell) before this returns.
     """
     workers = classes[0][0].workers
     if any(b.workers != workers for b, _ in classes):
@@ -277,17 +284,34 @@ def run_classes(
     if stop is not None and stop.is_set():
         return [[] for _ in classes]  # stopped before it began: not even the solutions' runs
     cgroups.placement()  # before any worker starts: a move into its leaf moves the grader alone
-    # prepare() times each solution (grader.cell_budgets): the assignments' runs overlap.
-    with ThreadPoolExecutor(len(classes)) as pool:
-        templates = list(pool.map(prepare, [b for b, _ in classes]))
+    templates = [shared_template(b) for b, _ in classes]  # cheap; says at once what is missing
+    waiting = ClassQueue([students for _, students in classes])
+
+    def timed(index: int) -> None:
+        batch = classes[index][0]
+        try:
+            measure_limits(batch)
+        except Exception as error:  # noqa: BLE001  (the class is still graded, only slower)
+            print(
+                f"grader: {batch.assignment}: cell limits not measured ({error})", file=sys.stderr
+            )
+        finally:  # a class whose solution could not be timed has the course's limit per cell
+            waiting.ready(index, cell_budgets.solution_seconds(batch.cell_budgets))
+
     own_uids = sandbox.own_user(classes[0][0].level)
-    with claim_uids(workers if own_uids else 0) as uids:
-        return _run_pool(classes, templates, uids, progress, stop)
+    with (
+        ThreadPoolExecutor(len(classes)) as timing,
+        claim_uids(workers if own_uids else 0) as uids,
+    ):
+        for index in range(len(classes)):
+            timing.submit(timed, index)
+        return _run_pool(classes, templates, waiting, uids, progress, stop)
 
 
 def _run_pool(
     classes: list[tuple[Batch, list[str]]],
     templates: list[Path],
+    waiting: ClassQueue,
     uids: list[int],
     progress: bool,
     stop: threading.Event | None,
@@ -299,13 +323,19 @@ def _run_pool(
     slots: queue.Queue[int | None] = queue.Queue()
     for slot in range(workers):
         slots.put(uids[slot] if uids else None)
+    began = time.monotonic()
 
-    def job(batch: Batch, student: str, template: Path) -> Outcome | None:
-        if stop is not None and stop.is_set():
-            return None  # still queued when the run was stopped: never started
+    def job() -> tuple[int, Outcome] | None:
+        taken = waiting.take(stop)
+        if taken is None:
+            return None  # stopped before it started
+        index, student = taken
         uid = slots.get()
         try:
-            return grade_student(batch, student, template, uid, stop)
+            started = round(time.monotonic() - began, 1)
+            outcome = grade_student(classes[index][0], student, templates[index], uid, stop)
+            outcome.started_seconds = started
+            return index, outcome
         finally:
             slots.put(uid)
 
@@ -320,17 +350,14 @@ def _run_pool(
             disable=not progress,
         ) as bar,
     ):
-        futures = {
-            pool.submit(job, classes[index][0], student, templates[index]): index
-            for index in longest_first(classes)
-            for student in classes[index][1]
-        }
+        # each job takes whichever notebook goes next when a worker is free
+        futures = [pool.submit(job) for _, students in classes for _ in students]
         for future in as_completed(futures):
-            outcome = future.result()
+            taken = future.result()
             bar.update()
-            if outcome is None or outcome.status == "stopped":
+            if taken is None or taken[1].status == "stopped":
                 continue
-            index = futures[future]
+            index, outcome = taken
             batch = classes[index][0]
             if outcome.status == "graded":
                 try:

@@ -204,10 +204,14 @@ def bench(
         wall = time.monotonic() - started
         busy_after, total_after = _cpu_times()
         result |= _progress(results, len(classes) * students, started, stop)
-        # the order the classes went into the pool: the most costly solution first
-        result["submitted_order"] = [
-            classes[i][0].assignment for i in batch_mod.longest_first(classes)
-        ]
+        # when each class's first notebook started: the cheap ones while the costly
+        # solutions were still being timed, then the most costly first
+        first = {
+            run.assignment: min(o.started_seconds for o in outcomes)
+            for (run, _), outcomes in zip(classes, results)
+            if outcomes
+        }
+        result["first_started_seconds"] = dict(sorted(first.items(), key=lambda kv: kv[1]))
         result["wall_seconds"] = round(wall, 1)
         result["cpu_busy_percent"] = round(
             100 * (busy_after - busy) / max(1, total_after - total), 1

@@ -63,6 +63,8 @@ class Outcome:
     flags: list[str] = field(default_factory=list)
     #: seconds by phase (kernel start, cells in the kernel, hidden tests, other), when known
     phases: dict[str, float] = field(default_factory=dict)
+    #: when its grading started, in seconds from the start of the run (set by grader.batch)
+    started_seconds: float = 0.0
 
 
 def traversable(path: Path) -> None:

@@ -1,0 +1,65 @@
+"""Which notebook a free grading worker takes next, across several assignments' classes.
+
+A class can be graded only once its solution has been timed (the cell limits
+of :mod:`grader.cell_budgets`, a run of the solution notebook that takes from
+seconds to a minute). Waiting for every solution before grading anything would
+leave all workers idle for as long as the slowest solution takes; so each
+class joins the queue when its own solution is timed, and a free worker takes
+the next student of the most costly class that is ready (by its solution's
+seconds; classes of unknown cost after those, in the order given). The slow
+notebooks still start early and the quick ones fill the end of the run
+(longest-processing-time-first), while the cheap classes use the workers that
+would otherwise wait.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+
+__all__ = ["ClassQueue"]
+
+
+class ClassQueue:
+    """Students of several classes, handed out one at a time to the grading workers.
+
+    *classes*: each class's students, in the order they are graded. Classes
+    are not ready until :meth:`ready` is called for them.
+    """
+
+    def __init__(self, classes: list[list[str]]) -> None:
+        self._left = [deque(students) for students in classes]
+        self._cost: list[float | None] = [None] * len(classes)
+        self._ready = [False] * len(classes)
+        self._changed = threading.Condition()
+
+    def ready(self, index: int, cost: float | None) -> None:
+        """Class *index* may be graded; a notebook of it costs *cost* seconds (None: unknown)."""
+        with self._changed:
+            self._ready[index], self._cost[index] = True, cost
+            self._changed.notify_all()
+
+    def _best(self) -> int | None:
+        """The ready class with students left that goes first, if any."""
+        waiting = [i for i, left in enumerate(self._left) if self._ready[i] and left]
+        known = [i for i in waiting if self._cost[i] is not None]
+        if known:
+            return max(known, key=lambda i: (self._cost[i], -i))
+        return waiting[0] if waiting else None
+
+    def take(self, stop: threading.Event | None = None) -> tuple[int, str] | None:
+        """The next (class index, student); waits for a class to be ready.
+
+        None once every student was handed out or *stop* is set (looked at
+        twice a second while waiting).
+        """
+        with self._changed:
+            while True:
+                if stop is not None and stop.is_set():
+                    return None
+                best = self._best()
+                if best is not None:
+                    return best, self._left[best].popleft()
+                if not any(self._left):
+                    return None
+                self._changed.wait(timeout=0.5)
