@@ -12,6 +12,13 @@ answers of ``demos/checks/answers/`` and chapter 4b's kernels by default, or the
 kernels a Python file defines under the checks' names (``--source FILE``, for
 instance a student's cells pasted into one file). Kernels are compiled with line
 information, so the sanitizer's reports name the line.
+
+The sanitizer sees only what the hardware does on this run. On an H200 its
+racecheck reported a shared histogram counted with a plain ``+=``, while its
+synccheck let pass a tree sum whose ``cuda.syncthreads()`` sits inside
+``if t < step`` (the sum even came out right there): the checks' barrier
+counts reject that kernel on any machine, so they stay the verdict and this
+is a second opinion.
 """
 
 from __future__ import annotations

@@ -2,7 +2,10 @@
 # compute-sanitizer on the chapters' kernels: racecheck, synccheck and memcheck as a second
 # opinion on what the checks see in the simulator (two threads of a block writing one
 # shared element between the same two barriers, a barrier not every thread reaches,
-# a write past the end).
+# a write past the end). A second opinion, not a replacement: on an H200, racecheck reported
+# the race of a shared histogram counted with a plain `+=`, but synccheck did not report a
+# tree sum with its cuda.syncthreads() inside `if t < step` (its result even came out right),
+# which the chapters' checks reject from the simulator's barrier counts.
 #   tools/gpu-node/sanitize.sh OUTDIR [--source FILE.py] [KERNEL...]
 # KERNEL: names as in the chapters (block_sum_kernel, tiled_distance_kernel, histogram_shared,
 # warp_sum, ...; default: all); without --source the model answers of demos/checks/answers/
