@@ -271,7 +271,8 @@ def run_classes(
     with the second of the run at which it started (``started_seconds``).
 
     The solutions are timed (:func:`measure_limits`) side by side while the
-    pool already grades the classes that are ready (:mod:`grader.class_queue`).
+    pool already grades the classes that are ready, with one worker fewer per
+    solution still being timed (:mod:`grader.class_queue`).
     Once *stop* is set, no notebook starts any more and those in flight are
     ended (:func:`grade_student`); the outcomes of the notebooks graded to
     their end come back (so a class's list may be short), and the others are
@@ -285,7 +286,7 @@ def run_classes(
         return [[] for _ in classes]  # stopped before it began: not even the solutions' runs
     cgroups.placement()  # before any worker starts: a move into its leaf moves the grader alone
     templates = [shared_template(b) for b, _ in classes]  # cheap; says at once what is missing
-    waiting = ClassQueue([students for _, students in classes])
+    waiting = ClassQueue([students for _, students in classes], workers)
 
     def timed(index: int) -> None:
         batch = classes[index][0]
@@ -338,6 +339,7 @@ def _run_pool(
             return index, outcome
         finally:
             slots.put(uid)
+            waiting.done()
 
     outcomes: list[dict[str, Outcome]] = [{} for _ in classes]
     names = ", ".join(dict.fromkeys(b.assignment for b, _ in classes))

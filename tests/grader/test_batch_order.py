@@ -31,14 +31,16 @@ SOLUTION_SECONDS = {
 
 
 def taken_in_order(queue: ClassQueue) -> list[tuple[int, str]]:
+    """Take every notebook left, one at a time (each graded before the next is taken)."""
     order = []
     while (taken := queue.take()) is not None:
         order.append(taken)
+        queue.done()
     return order
 
 
 def test_the_most_costly_ready_class_goes_first_and_unknown_costs_last() -> None:
-    queue = ClassQueue([["bo", "al"]] * 4)
+    queue = ClassQueue([["bo", "al"]] * 4, workers=1)
     for index, cost in enumerate([1.0, None, 9.0, 4.0]):
         queue.ready(index, cost)
     assert taken_in_order(queue) == [
@@ -47,15 +49,16 @@ def test_the_most_costly_ready_class_goes_first_and_unknown_costs_last() -> None
 
 
 def test_a_costly_class_that_joins_late_goes_before_what_is_left() -> None:
-    queue = ClassQueue([["a", "b", "c"], ["x", "y"]])
+    queue = ClassQueue([["a", "b", "c"], ["x", "y"]], workers=2)
     queue.ready(0, 1.0)
     assert queue.take() == (0, "a")
+    queue.done()
     queue.ready(1, 5.0)
     assert taken_in_order(queue) == [(1, "x"), (1, "y"), (0, "b"), (0, "c")]
 
 
 def test_a_worker_waits_for_a_class_to_be_ready_and_a_stop_ends_the_wait() -> None:
-    queue = ClassQueue([["solo"]])
+    queue = ClassQueue([["solo"]], workers=1)
     got: list = []
     waiter = threading.Thread(target=lambda: got.append(queue.take()))
     waiter.start()
@@ -67,7 +70,28 @@ def test_a_worker_waits_for_a_class_to_be_ready_and_a_stop_ends_the_wait() -> No
     assert queue.take() is None  # every student handed out
     stop = threading.Event()
     stop.set()
-    assert ClassQueue([["x"]]).take(stop) is None  # never ready, but stopped
+    assert ClassQueue([["x"]], workers=1).take(stop) is None  # never ready, but stopped
+
+
+def test_a_solution_being_timed_holds_a_worker() -> None:
+    """Two workers, one class still timed: one notebook at a time until it is ready."""
+    queue = ClassQueue([["a", "b"], ["x"]], workers=2)
+    queue.ready(0, 1.0)
+    assert queue.take() == (0, "a")
+    got: list = []
+    waiter = threading.Thread(target=lambda: got.append(queue.take()))
+    waiter.start()
+    waiter.join(timeout=0.3)
+    assert waiter.is_alive() and not got  # no room: the other worker's share times class 1
+    queue.ready(1, 0.5)  # timed: that share is free
+    waiter.join(timeout=5)
+    assert got == [(0, "b")]
+    # with a worker per class being timed, a machine of one worker times them all first
+    single = ClassQueue([["a"], ["x"]], workers=1)
+    single.ready(0, 1.0)
+    stop = threading.Event()
+    threading.Timer(0.3, stop.set).start()
+    assert single.take(stop) is None
 
 
 @pytest.fixture
@@ -107,6 +131,8 @@ def test_a_cheap_class_is_graded_while_a_costly_solution_is_still_timed(pool: di
         pool["asked"],
         pool["monkeypatch"],
     )
+    for run, _ in classes:
+        run.workers = 2  # one grades while the other's share times slow's solution
     quick_graded, slow_ready = threading.Event(), threading.Event()
     timed = batch.measure_limits
 
@@ -133,7 +159,8 @@ def test_a_cheap_class_is_graded_while_a_costly_solution_is_still_timed(pool: di
     patch.setattr(batch, "grade_student", grade_student)
     results = run_classes(classes, progress=False)
     # quick was ready at once; slow joined after quick's first and goes before what is left
-    assert asked == [("quick", "bo"), ("slow", "bo"), ("slow", "al"), ("quick", "al")]
+    assert asked[0] == ("quick", "bo") and asked[-1] == ("quick", "al")
+    assert sorted(asked[1:3]) == [("slow", "al"), ("slow", "bo")]
     # outcomes per class, in the classes' and students' order given, each with its start
     assert [[o.student for o in outcomes] for outcomes in results] == [["bo", "al"]] * 2
     assert all(o.started_seconds >= 0 for outcomes in results for o in outcomes)
