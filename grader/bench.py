@@ -276,11 +276,15 @@ def _assignment_result(
     graded = {o.student for o in outcomes}
     students = [s for s in students if s in graded]  # all, unless the run was stopped
     serial = [s for s in students if kinds[s] in ("good", "partial")][:serial_sample]
-    serial_copy = _course_copy(course, tmp / f"{assignment}-serial")
-    _nbgrader(serial_copy, "generate_assignment", assignment)
-    for student in serial:
-        shutil.copytree(copy / "submitted" / student, serial_copy / "submitted" / student)
-    serial_times = [_nbgrader(serial_copy, "autograde", assignment, "--student", s) for s in serial]
+    serial_times = []
+    if serial:  # a course copy of its own, released as an instructor would (a few seconds)
+        serial_copy = _course_copy(course, tmp / f"{assignment}-serial")
+        _nbgrader(serial_copy, "generate_assignment", assignment)
+        for student in serial:
+            shutil.copytree(copy / "submitted" / student, serial_copy / "submitted" / student)
+        serial_times = [
+            _nbgrader(serial_copy, "autograde", assignment, "--student", s) for s in serial
+        ]
     per_kind: dict[str, list] = defaultdict(list)
     for o in outcomes:
         per_kind[kinds[o.student]].append(o)
