@@ -247,7 +247,7 @@ def _progress(
     """How far the run got: complete or not, notebooks graded of all, why and when it stopped.
 
     ``stopped_at_seconds`` counts as ``wall_seconds`` does, from the start of the
-    grading run (the solutions' runs for the cell limits first); negative: stopped
+    grading run (the solutions' runs for the cell limits included); negative: stopped
     while the submissions were still being made.
     """
     graded = sum(len(outcomes) for outcomes in results)
@@ -271,13 +271,14 @@ def _assignment_result(
 ) -> dict:
     """One assignment's figures: its notebooks' seconds, scores per kind, the serial sample."""
     assignment, copy = run.assignment, run.course
-    # After the class, on a warm machine (libraries in the file cache, GPU
-    # driver loaded), as an instructor's serial run would mostly be.
     graded = {o.student for o in outcomes}
     students = [s for s in students if s in graded]  # all, unless the run was stopped
     serial = [s for s in students if kinds[s] in ("good", "partial")][:serial_sample]
     serial_times = []
-    if serial:  # a course copy of its own, released as an instructor would (a few seconds)
+    if serial:
+        # After the class, on a warm machine (libraries in the file cache, GPU driver
+        # loaded), as an instructor's serial run would mostly be; in a course copy of its
+        # own, released as an instructor would (a few seconds, so only when sampled).
         serial_copy = _course_copy(course, tmp / f"{assignment}-serial")
         _nbgrader(serial_copy, "generate_assignment", assignment)
         for student in serial:
