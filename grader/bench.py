@@ -31,16 +31,18 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
 
 from grader import batch as batch_mod
 from grader import sandbox
+from grader.graded import cell_scores, unlike_the_rest
 from grader.stopping import stopping
 from grader.synthetic_class import CLASS_OF_20, KINDS, class_pattern, submission
 
-__all__ = ["CLASS_OF_20", "bench", "cell_scores", "submission", "unlike_the_rest"]
+__all__ = ["CLASS_OF_20", "bench", "submission"]
 
 
 def hardware() -> dict:
@@ -78,55 +80,6 @@ def hardware() -> dict:
     }
 
 
-def cell_scores(course: Path, assignment: str, student: str) -> dict[str, float | None]:
-    """Each graded cell's automatic score of one student, from the course's gradebook."""
-    from nbgrader.api import Gradebook, MissingEntry
-
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        try:
-            submission = gradebook.find_submission(assignment, student)
-        except MissingEntry:  # never merged: not graded
-            return {}
-        return {
-            grade.name: grade.auto_score
-            for notebook in submission.notebooks
-            for grade in notebook.grades
-        }
-
-
-def unlike_the_rest(course: Path, assignment: str, outcomes: list[batch_mod.Outcome]) -> list[dict]:
-    """The notebooks of one kind whose score is not the kind's most common one.
-
-    Every notebook of a kind is the same answer, so any score unlike the
-    others is a grading fault (a limit reached under load, a flaky test):
-    each comes with its cells' scores and its graded cells' errors.
-    """
-    scores = [o.score for o in outcomes]
-    usual = max(set(scores), key=scores.count) if scores else None
-    return [
-        {
-            "student": o.student,
-            "score": o.score,
-            "cell_scores": cell_scores(course, assignment, o.student),
-            "errors": cell_errors(course, assignment, o.student),
-        }
-        for o in outcomes
-        if o.score != usual
-    ]
-
-
-def cell_errors(course: Path, assignment: str, student: str) -> dict[str, str]:
-    """Each graded cell's error in one student's autograded notebook, one line each."""
-    found: dict[str, str] = {}
-    for path in sorted((course / "autograded" / student / assignment).glob("*.ipynb")):
-        for cell in nbformat.read(path, as_version=4).cells:
-            grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-            for output in cell.get("outputs", []):
-                if grade_id and output.get("output_type") == "error":
-                    found[grade_id] = f"{output.get('ename')}: {output.get('evalue', '')}"[:300]
-    return found
-
-
 def _nbgrader(course: Path, *args: str) -> float:
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
@@ -147,6 +100,20 @@ def _course_copy(course: Path, into: Path) -> Path:
     shutil.copy2(course / "nbgrader_config.py", copy / "nbgrader_config.py")
     shutil.copytree(course / "solutions", copy / "solutions")
     return copy
+
+
+def _class_to_grade(
+    course: Path, into: Path, assignment: str, kinds: dict[str, str], workers: int
+) -> tuple[batch_mod.Batch, list[str]]:
+    """A course copy in *into* with *assignment* released and one submission per student."""
+    copy = _course_copy(course, into)
+    _nbgrader(copy, "generate_assignment", assignment)
+    notebooks = {kind: submission(copy, assignment, kind) for kind in set(kinds.values())}
+    for student, kind in kinds.items():
+        target = copy / "submitted" / student / assignment / f"{assignment}.ipynb"
+        target.parent.mkdir(parents=True)
+        nbformat.write(notebooks[kind], target)
+    return batch_mod.Batch(copy, assignment, copy / "grading", workers), list(kinds)
 
 
 def _cpu_times() -> tuple[int, int]:
@@ -188,16 +155,15 @@ def bench(
         for i in range(students):
             kind = pattern[i % len(pattern)]
             kinds[f"s{i:03d}-{kind}"] = kind
-        classes = []
-        for assignment in assignments:
-            copy = _course_copy(course, Path(tmp) / assignment)
-            _nbgrader(copy, "generate_assignment", assignment)
-            for student, kind in kinds.items():
-                target = copy / "submitted" / student / assignment / f"{assignment}.ipynb"
-                target.parent.mkdir(parents=True)
-                nbformat.write(submission(copy, assignment, kind), target)
-            run = batch_mod.Batch(copy, assignment, copy / "grading", workers)
-            classes.append((run, list(kinds)))
+        # each class in its own course copy, all at once: generate_assignment is
+        # seconds of nbgrader start-up per assignment, not worth waiting for in turn
+        with ThreadPoolExecutor(max_workers=len(assignments)) as pool:
+            classes = list(
+                pool.map(
+                    lambda a: _class_to_grade(course, Path(tmp) / a, a, kinds, workers),
+                    assignments,
+                )
+            )
         busy, total = _cpu_times()
         started = time.monotonic()
         results = batch_mod.run_classes(classes, stop=stop)

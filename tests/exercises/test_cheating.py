@@ -28,7 +28,7 @@ import pytest
 from cheating_cases import CASES, CELL_SCORES, SECRET, grade_batch
 from nbgrader_driver import page_text, scores
 
-from grader.bench import cell_scores
+from grader.graded import cell_scores
 
 pytestmark = pytest.mark.slow
 

@@ -22,7 +22,8 @@ import nbformat
 import pytest
 from nbgrader_driver import assert_all_succeeded, hand_in, make_course, run_nbgrader, scores
 
-from grader.bench import cell_scores, submission, unlike_the_rest
+from grader.bench import submission
+from grader.graded import cell_scores, unlike_the_rest
 from grader.one_student import Outcome
 from helpers import ROOT
 
