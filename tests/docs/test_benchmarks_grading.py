@@ -189,8 +189,8 @@ def test_the_seven_assignments_for_200_students() -> None:
     first, last = next(iter(started)), list(started)[-1]
 
     def spread(name: str) -> str:
-        values = [p[name] for p in phases]
-        return f"{min(values):.1f} to {max(values):.1f}"
+        low, high = (f"{f(p[name] for p in phases):.1f}" for f in (min, max))
+        return low if low == high else f"{low} to {high}"
 
     assert_quoted(
         _prose(ROOT / "BENCHMARKS.md"),
