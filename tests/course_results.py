@@ -63,11 +63,10 @@ def syncs() -> tuple[float, float, int]:
 
 
 def overlap_per_block() -> tuple[float, float, int]:
-    """(compute ms, copy ms, blocks) per block of the one-stream overlap run."""
+    """(compute ms, copy ms, chunks) per chunk of the one-stream overlap run."""
     run = profiling("overlap")
-    blocks = -(-run["n"] // run["block_rows"])
-    one = run["1_streams"]
-    return one["compute_ms"] / blocks, one["copy_ms"] / blocks, blocks
+    chunks, one = run["chunks"], run["1_streams"]
+    return one["compute_ms"] / chunks, one["copy_ms"] / chunks, chunks
 
 
 def reduction(name: str) -> dict[str, Any]:

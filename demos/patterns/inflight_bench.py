@@ -1,7 +1,7 @@
 """``python -m demos bench inflight``: a sum's read rate by block size and loads per thread.
 
-Chapter 4b's tree and warp-shuffle sums read at about two thirds of the device
-copy's rate although every multiprocessor is full: each load asks for 4 bytes,
+Chapter 4b's tree and warp-shuffle sums read well below the device copy's rate
+although every multiprocessor is full: each load asks for 4 bytes,
 and by Little's law the read rate is the bytes in flight over the memory's
 latency. The ``wide_sum`` kernel (:data:`demos.patterns.inflight.wide_sum`, the
 chapter's "your turn") issues ``LOADS`` independent loads per iteration. This

@@ -116,7 +116,7 @@ CHAPTER_TABLES = [
     (profiling_live.TIMING_TABLE, live.reference("profiling_h200.json", "results", "timing")),
     (profiling_live.SYNCS_TABLE, live.reference("profiling_h200.json", "results", "syncs")),
     (profiling_live.PIPELINE_TABLE, live.reference("profiling_h200.json", "results", "pipeline")),
-    (profiling_live.OVERLAP_TABLE, live.reference("overlap_h200.json", "results", "overlap")),
+    (profiling_live.OVERLAP_TABLE, live.reference("profiling_h200.json", "results", "overlap")),
     (profiling_live.CHUNKED_TABLE, live.reference("distance_chunked.json", "results")),
     (profiling_live.POOL_TABLE, live.reference("profiling_h200.json", "results", "pool")),
     (patterns_bench.RACY_TABLE, live.reference("patterns_h200.json", "results")),

@@ -45,10 +45,10 @@ def test_inflight_prose_figures_match_the_reference_run() -> None:
     assert f"({100 * library['fraction_of_copy']:.0f} % of the copy" in section
     assert f"{100 * library['fraction_of_peak']:.0f} % of the peak" in section
     by = {(r["threads"], r["loads"]): r["fraction_of_copy"] for r in results["sweep"]}
-    for loads, quoted in ((2, "83 to 89 %"), (4, "87 to"), (8, "97 %")):
+    for loads, quoted in ((2, "76 to 81 %"), (4, "86 to"), (8, "95 %")):
         shares = [round(100 * by[(t, loads)]) for t in (128, 256, 512, 1024)]
         assert quoted in section
         if loads == 2:
-            assert (min(shares), max(shares)) == (83, 89), shares
-    assert min(round(100 * by[(t, n)]) for t in (128, 256, 512, 1024) for n in (4, 8)) == 87
+            assert (min(shares), max(shares)) == (76, 81), shares
+    assert min(round(100 * by[(t, n)]) for t in (128, 256, 512, 1024) for n in (4, 8)) == 86
     assert max(by.values()) < library["fraction_of_copy"], "the prose says short of the library"
