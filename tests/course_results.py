@@ -69,6 +69,13 @@ def overlap_per_block() -> tuple[float, float, int]:
     return one["compute_ms"] / chunks, one["copy_ms"] / chunks, chunks
 
 
+def two_stream_model_ms() -> float:
+    """Chapter 4a's model of the two-stream run, c + t + (chunks - 1) max(c, t), from the
+    one-stream run's per-chunk times."""
+    compute, copy, chunks = overlap_per_block()
+    return compute + copy + (chunks - 1) * max(compute, copy)
+
+
 def reduction(name: str) -> dict[str, Any]:
     return next(
         r for r in result("patterns_h200.json")["results"]["reduction"] if r["name"] == name

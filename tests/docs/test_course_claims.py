@@ -23,6 +23,7 @@ from course_results import (
     profiling,
     result,
     spec,
+    two_stream_model_ms,
 )
 
 from helpers import ROOT
@@ -179,13 +180,12 @@ def test_ch04a_ncu_dram_column_is_in_mb_and_both_kernels_write_alike() -> None:
 
 
 def test_ch04a_two_streams_reach_the_model_when_compute_and_copy_are_equal() -> None:
-    compute, copy, chunks = overlap_per_block()
+    compute, copy, _ = overlap_per_block()
     run = profiling("overlap")
     one, two = run["1_streams"]["wall_ms"], run["2_streams"]["wall_ms"]
-    model = compute + copy + (chunks - 1) * max(compute, copy)
     assert abs(compute / copy - 1) < 0.1  # "calibrated to take about as long as its copy"
     assert two < 0.6 * one  # "two streams approach half the one-stream time"
-    assert abs(two / model - 1) < 0.05
+    assert abs(two / two_stream_model_ms() - 1) < 0.05
     assert run["2_streams"]["copy_overlapped_ms"] > 0.8 * run["2_streams"]["copy_ms"]
 
 

@@ -30,12 +30,12 @@ from course_results import (
     inflight,
     matmul,
     ncu_row,
-    overlap_per_block,
     profiling,
     reduction,
     result,
     spec,
     syncs,
+    two_stream_model_ms,
     write_tb_per_s,
 )
 
@@ -93,9 +93,22 @@ QUOTED: dict[tuple[str, str], tuple[str, Callable[[], bool]]] = {
 
 
 def figure(chapters: str, quoted: str, source: str, value: Callable[[], float]) -> None:
-    """List *quoted* (in each of *chapters*): *value()* rounded to the digits the prose shows."""
+    """List *quoted* (in each of *chapters*): *value()* rounded to the digits the prose shows.
+
+    The same text quoted for two quantities of one chapter ("65 %" of two runs) is one
+    entry that must agree with both: a second listing never replaces the first.
+    """
+
+    def agrees() -> bool:
+        return _rounds_to(value(), quoted)
+
     for chapter in chapters.split():
-        QUOTED[(chapter, quoted)] = (source, lambda: _rounds_to(value(), quoted))
+        key = (chapter, quoted)
+        if key in QUOTED:
+            before_source, before = QUOTED[key]
+            QUOTED[key] = (f"{before_source}; {source}", lambda b=before: b() and agrees())
+        else:
+            QUOTED[key] = (source, agrees)
 
 
 # The reference H200's memory as its driver reports it, 139.8 GiB, rounded as the prose shows it
@@ -240,16 +253,17 @@ for _quoted, _what, _value in [
     ("39.4 ms", "one stream, wall time", lambda: profiling("overlap")["1_streams"]["wall_ms"]),
 ]:
     figure("04a", _quoted, f"{_what} (profiling_h200.json)", _value)
-QUOTED[("04a", "20.9 ms")] = (
-    "two streams: the model c + t + (chunks - 1) max(c, t) and the measured wall time "
-    "(profiling_h200.json), both quoted",
-    lambda: all(
-        _rounds_to(value, "20.9 ms")
-        for value in (
-            (lambda c, t, k: c + t + (k - 1) * max(c, t))(*overlap_per_block()),
-            profiling("overlap")["2_streams"]["wall_ms"],
-        )
-    ),
+figure(
+    "04a",
+    "20.9 ms",
+    "two-stream model c + t + (chunks - 1) max(c, t) (profiling_h200.json)",
+    two_stream_model_ms,
+)
+figure(
+    "04a",
+    "20.9 ms",
+    "two streams, wall time (profiling_h200.json)",
+    lambda: profiling("overlap")["2_streams"]["wall_ms"],
 )
 
 # Chapter 4b: the reductions against the copy and the peak (patterns_h200.json).
