@@ -77,7 +77,13 @@ class Launch:
     """One run of the launch script as the laptop user, its output in a file."""
 
     def __init__(
-        self, cluster: LocalCluster, log: Path, *args: str, host: str = "testlogin", **popen: object
+        self,
+        cluster: LocalCluster,
+        log: Path,
+        *args: str,
+        host: str = "testlogin",
+        env: dict[str, str] | None = None,
+        **popen: object,
     ) -> None:
         self.log = log
         self.started = time.monotonic()
@@ -87,7 +93,7 @@ class Launch:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 text=True,
-                env=cluster.laptop.env(**FAST),
+                env=cluster.laptop.env(**{**FAST, **(env or {})}),
                 **cluster.laptop.popen_args(),
                 **popen,
             )
@@ -146,6 +152,21 @@ def assert_ended(cluster: LocalCluster, job_id: str, port: int, scheduler: str =
 
     wait_until(lambda: not session_files(), 15, f"no session files left, not {session_files()}")
     assert not list((cluster.laptop.home / ".gpu-jupyter" / "tunnels").glob(f"job-{job_id}.*"))
+
+
+def control_folders(cluster: LocalCluster) -> list[Path]:
+    """The launcher's login-connection folders (/tmp/gpuj.*) that the laptop user owns."""
+    return [p for p in Path("/tmp").glob("gpuj.*") if p.stat().st_uid == cluster.laptop.uid]
+
+
+def tunnel_master_pid(cluster: LocalCluster, job_id: str) -> int:
+    """The process id of the ssh connection that carries job_id's tunnel."""
+    tunnels = cluster.laptop.home / ".gpu-jupyter" / "tunnels"
+    (ctl,) = tunnels.glob(f"job-{job_id}[.]*ctl")  # job-ID.PID.ctl (job-ID.ctl before issue 36)
+    check = subprocess.run(
+        ["ssh", "-S", str(ctl), "-O", "check", "x"], capture_output=True, text=True, check=False
+    )
+    return int(re.search(r"pid=(\d+)", check.stderr).group(1))
 
 
 def tcp_listeners(pid: int) -> list[str]:

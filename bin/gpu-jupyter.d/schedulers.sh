@@ -19,6 +19,8 @@
 #   S_ended FINAL    why the job is gone, in words; true when JupyterLab ended it itself
 #   S_cancel JOB     the command that cancels JOB
 #   S_sessions       the command that lists this user's sessions as "id|state|elapsed|node"
+#   S_find TAG       the command that lists this user's sessions as "id|tag", to find the
+#                    job tagged TAG (the job's comment or description) after a lost answer
 #
 # Commands are shell code for the login node, run in a login shell in the home
 # directory; paths are relative to it.
@@ -59,7 +61,10 @@ slurm_directives() {
     echo "#SBATCH --output=$state_dir/job-%j.out"
     raw_directives "#SBATCH"
 }
-slurm_submit() { echo "sbatch --parsable $1"; }
+# The job script asks for the resources (as the hub's and Open OnDemand's jobs
+# do); the launcher's own options are on the command line: the session's tag
+# and the warning signal to the job script before the run-time limit.
+slurm_submit() { echo "sbatch --parsable --comment=$session_tag --signal=B:USR1@$warn_lead $1"; }
 slurm_job_id_sed() { printf '%s\n' 's/^\([0-9][0-9]*\)\(;.*\)*$/\1/p'; } # "123" or "123;cluster"
 slurm_status() { echo "squeue -h -t all -j $1 -o '%T|%M|%r'"; }
 slurm_state() {
@@ -92,6 +97,7 @@ slurm_ended() {
 }
 slurm_cancel() { echo "scancel $1"; }
 slurm_sessions() { echo "squeue -h -u \"\$(id -un)\" -n $prog -o '%i|%T|%M|%N'"; }
+slurm_find() { echo "squeue -h -u \"\$(id -un)\" -n $prog -o '%i|%k'"; }
 
 # -------------------------------------------------------------------- LSF
 lsf_program() { echo bsub; }
@@ -121,7 +127,9 @@ lsf_directives() {
     echo "#BSUB -e $state_dir/job-%J.out"
     raw_directives "#BSUB"
 }
-lsf_submit() { echo "bsub < $1"; } # bsub reads #BSUB lines only from a script on stdin
+lsf_submit() { # bsub reads #BSUB lines only from a script on stdin
+    echo "bsub -Jd $session_tag -wa USR1 -wt $(( (warn_lead + 59) / 60 )) < $1"
+}
 lsf_job_id_sed() { printf '%s\n' 's/^Job <\([0-9][0-9]*\)> is submitted.*/\1/p'; }
 lsf_status() { echo "bjobs -noheader -o \"stat run_time pend_reason delimiter='|'\" $1"; }
 lsf_state() {
@@ -146,3 +154,4 @@ lsf_ended() {
 }
 lsf_cancel() { echo "bkill $1"; }
 lsf_sessions() { echo "bjobs -noheader -J $prog -o \"jobid stat run_time exec_host delimiter='|'\""; }
+lsf_find() { echo "bjobs -noheader -a -J $prog -o \"jobid job_description delimiter='|'\""; }

@@ -14,6 +14,7 @@ connect_setup() {
         || fail "cannot create the private folder $local_dir"
     ctl_dir=$(mktemp -d "${TMPDIR:-/tmp}/gpuj.XXXXXX") # mktemp -d makes it mode 700
     ctl="$ctl_dir/master"
+    echo "$$" > "$ctl_dir/launcher" # a later start removes the folder once this run is gone
     ssh_base=(ssh)
     if [[ -n "$ssh_config" ]]; then ssh_base+=(-F "$ssh_config"); fi
     ssh_login=("${ssh_base[@]}" -o ControlMaster=auto -o "ControlPath=$ctl" -o ControlPersist=600
@@ -94,6 +95,15 @@ log_in() {
         info "scheduler: $scheduler"
     fi
     earlier=$(printf '%s\n' "$hello" | sed -n 's/^GPUJ session=//p' | tr '|' ' ' | grep -v "^$attach " || true)
+    # A session of yours already runs (this script was killed, or runs in
+    # another window): attach to it rather than book a second GPU.
+    if [[ -z "$attach" && $new == 0 ]]; then
+        attach=$(printf '%s\n' "$earlier" | awk '$2 == "RUNNING" || $2 == "RUN" { print $1 }' | sort -n | tail -n1)
+        if [[ -n "$attach" ]]; then
+            info "your session job $attach already runs: attaching to it instead of booking a second one (--new starts another)"
+            earlier=$(printf '%s\n' "$earlier" | grep -v "^$attach " || true)
+        fi
+    fi
     if [[ -n "$earlier" ]]; then
         info "your earlier sessions still in the queue (job state elapsed node):"
         while read -r line; do info "  $line"; done <<< "$earlier"
@@ -130,14 +140,35 @@ submit_job() {
     fi
     [[ ${#token} -ge 32 ]] || fail "could not generate a random token (need openssl or python3)"
     sid=$(date +%s)-$$-$RANDOM$RANDOM # names the session's files; random, no part of the token
+    session_tag="gpuj-$sid" # as job_script (run in a subshell below) writes it
     own_job=1
-    out=$(submission_script | remote 'bash -l -s' 2>&1) \
-        || fail "the job was not accepted by $scheduler:"$'\n'"$(printf '%s\n' "$out" | grep -v '^GPUJ ')"
+    out=$(submission_script | remote 'bash -l -s' 2>&1) || true
     reply=$(printf '%s\n' "$out" | sed -n 's/^GPUJ submitted=//p')
     job_id=$(printf '%s\n' "$reply" | job_id_in_answer)
-    [[ -n "$job_id" ]] || fail "could not read the job id from the $scheduler answer:"$'\n'"$reply"
+    if [[ -z "$job_id" ]]; then find_lost_submission "$reply"; fi
     job_known=1
     info "submitted job $job_id; waiting for it to start (up to ${timeout}s)"
+}
+
+# The submission failed, or its answer was lost (a stalled controller may still
+# create the job once it resumes): the scheduler is asked for a job with this
+# session's tag until it answers clearly twice, for at most cancel_window
+# seconds. A job found is this session's; none means the job was refused.
+find_lost_submission() { # $1 = the scheduler's answer to the submission
+    local said deadline=$(( $(now) + cancel_window )) clear=0
+    said=$(printf '%s\n' "$1" | sed '/^[[:space:]]*$/d; s/^/    /')
+    info "$scheduler did not confirm the submission; checking whether the job exists"
+    while (( $(now) < deadline )); do
+        ask_login_node "$("${scheduler}_find" "$session_tag")"
+        if [[ $answer_rc == 0 ]]; then
+            job_id=$(printf '%s\n' "$answer" | sed -n "s/^\([0-9][0-9]*\)|$session_tag\$/\1/p" | head -n1)
+            if [[ -n "$job_id" ]]; then info "the job was created after all"; return 0; fi
+            clear=$((clear + 1))
+            (( clear < 2 )) || fail "the job was not accepted by $scheduler; it said:"$'\n'"${said:-    (nothing)}"
+        fi
+        nap 2
+    done
+    fail "$scheduler did not answer for ${cancel_window}s, so no session was started. Try again later: a job of this attempt that the scheduler creates after all ends by itself at once. It said:"$'\n'"${said:-    (nothing)}"
 }
 
 # ------------------------------------------------------------ the polling loop
@@ -174,7 +205,10 @@ waiting_check() { # true once JupyterLab listens: sets node, sock, lab_pid
     status=$(job_status) || status=""
     case "$(field "$status" state)" in
         running) node=$(field "$status" node) sock=$(field "$status" sock) lab_pid=$(field "$status" pid)
-                 if [[ -n "$attach" ]]; then sid=$(field "$status" session); fi
+                 if [[ -n "$attach" ]]; then sid=$(field "$status" session)
+                 elif [[ $(field "$status" start) =~ ^[0-9]+$ ]]; then
+                     ends_at=$(( $(field "$status" start) + minutes * 60 ))
+                 fi
                  return 0 ;;
         ended) job_over "" ;;
     esac
@@ -244,8 +278,8 @@ cleanup() {
         rc=129 stopping="terminal closed"
     fi
     close_tunnel
-    if [[ -n "$job_id" && -n "$attach" && $live == 0 ]]; then
-        info "job $job_id is left running; attach again with '$prog --attach $job_id $target'"
+    if [[ -n "$job_id" && -n "$attach" && ( $live == 0 || $second_window == 1 ) ]]; then
+        info "detached: job $job_id is left running; attach again with '$prog --attach $job_id $target'"
     elif [[ -n "$job_id" ]]; then
         info "stopping: cancelling job $job_id${stopping:+ ($stopping)}"
         if cancel_job; then
@@ -263,8 +297,10 @@ cleanup() {
     if [[ -n "$sid" && $own_job == 1 ]]; then
         remote_sh "rm -f $files.token $files.job $files.submitted" </dev/null >/dev/null 2>&1
     fi
-    "${ssh_base[@]}" -o "ControlPath=$ctl" -O exit "$target" >/dev/null 2>&1
-    rm -rf "$ctl_dir"
+    if [[ -n "${ctl_dir:-}" ]]; then
+        "${ssh_base[@]}" -o "ControlPath=$ctl" -O exit "$target" >/dev/null 2>&1
+        rm -rf "$ctl_dir"
+    fi
     exit "$rc"
 }
 

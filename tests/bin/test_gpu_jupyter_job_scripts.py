@@ -63,7 +63,8 @@ def test_lsf_job_script_has_what_bsub_accepts() -> None:
         "#BSUB -x",
     ]
     # bsub reads #BSUB lines only from a script given on stdin.
-    assert "bsub < .gpu-jupyter/session-DRYRUN.job" in out
+    # The session's tag and the warning 10 minutes before the limit: the launcher's own.
+    assert "bsub -Jd gpuj-DRYRUN -wa USR1 -wt 10 < .gpu-jupyter/session-DRYRUN.job" in out
     assert "bkill JOBID" in out
     assert "module load cuda/12.4" in out
     assert r"conda activate gpu\ course" in out
@@ -102,6 +103,9 @@ def test_slurm_job_script_and_cpu_only_job() -> None:
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "#SBATCH --time=0:45:00" in out
+    # Warned 10 minutes (at most half the limit) before it; tagged to be found again.
+    assert "sbatch --parsable --comment=gpuj-DRYRUN --signal=B:USR1@600 " in out
+    assert "trap warn USR1" in out
     assert "#SBATCH --mem=8000M" in out
     assert "#SBATCH --partition=short" in out
     assert "gres" not in out  # --gpus 0 asks for no GPU

@@ -7,7 +7,7 @@ name, with host keys checked, like a student's. LSF, which cannot be installed,
 is played by the bsub/bjobs/bkill stand-in ``tests/slurm/fake-lsf``. These tests
 need root (to start the daemons and create the users) and the Debian packages
 ``slurm-wlm munge openssh-server`` (CI installs them); they skip with the missing
-piece named otherwise. One cluster serves the whole module.
+piece named otherwise. One cluster serves the whole module (tests/bin/conftest.py).
 """
 
 from __future__ import annotations
@@ -33,31 +33,14 @@ from gpu_jupyter_helpers import (
     api_status,
     as_user,
     assert_ended,
+    control_folders,
     job_alive,
     port_open,
     tcp_listeners,
+    tunnel_master_pid,
     wait_until,
 )
 from local_cluster import LocalCluster
-
-from helpers import needs_local_slurm
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory):
-    needs_local_slurm()
-    with LocalCluster(tmp_path_factory.mktemp("cluster")) as running:
-        yield running
-
-
-@pytest.fixture(autouse=True)
-def _no_jobs_left(request: pytest.FixtureRequest):
-    """A failed test must not leave jobs that make the next one wait for cores."""
-    yield
-    if "cluster" in request.fixturenames:
-        running = request.getfixturevalue("cluster")
-        for job in running.squeue(check=False).split():
-            subprocess.run(["scancel", job], env=running.env, check=False)
 
 
 @pytest.mark.parametrize("scheduler", ["slurm", "lsf"])
@@ -224,36 +207,39 @@ def test_scheduler_stall_is_not_the_end(cluster: LocalCluster, tmp_path: Path) -
     assert_ended(cluster, job_id, port)
 
 
-def test_killed_script_then_attach_and_tunnel_reconnects(
+def test_killed_script_then_same_command_attaches_and_tunnel_reconnects(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:
+    """Issue 36: after a SIGKILL the same command attaches instead of booking a
+    second job, and the killed run's control folder in /tmp is cleaned."""
     first = Launch(cluster, tmp_path / "first.log", *SMALL_JOB, "--venv", sys.prefix)
     port, token, job_id = first.ready()
     first.stop(signal.SIGKILL)
-    # The job and its tunnel outlive a killed script.
+    # The job and its tunnel outlive a killed script; so does its control folder.
     assert job_alive(cluster, "slurm", job_id)
     assert api_status(port, token) == 200
+    assert len(control_folders(cluster)) == 1
 
-    # The next start says so (this one is refused by Slurm right after).
-    probe = Launch(cluster, tmp_path / "probe.log", "--partition", "no_such_partition")
+    # --new books another job: the next start lists the session (refused by Slurm here).
+    probe = Launch(cluster, tmp_path / "probe.log", "--new", "--partition", "no_such_partition")
     assert probe.process.wait(timeout=60) == 1
     text = probe.text()
     assert "your earlier sessions still in the queue" in text and job_id in text
     assert f"--attach {job_id}" in text
     assert f"orphaned tunnel from a killed run still serves 127.0.0.1:{port}" in text
 
-    attached = Launch(cluster, tmp_path / "attach.log", "--attach", job_id)
+    # The same command again attaches to the running job, on the same port.
+    before = set(cluster.squeue().split())
+    attached = Launch(cluster, tmp_path / "attach.log", *SMALL_JOB, "--venv", sys.prefix)
     new_port, new_token, attached_id = attached.ready()
-    assert "closing the orphaned tunnel" in attached.text()
+    assert f"your session job {job_id} already runs: attaching to it" in attached.text()
+    assert "taking over the tunnel" in attached.text()
     assert (new_port, new_token, attached_id) == (port, token, job_id)  # the same URL works
+    assert set(cluster.squeue().split()) == before  # no second job
+    assert len(control_folders(cluster)) == 1  # the killed run's is gone, this run's is there
 
     # The tunnel dies (network change, laptop asleep): it comes back on the same port.
-    ctl = cluster.laptop.home / ".gpu-jupyter" / "tunnels" / f"job-{job_id}.ctl"
-    check = subprocess.run(
-        ["ssh", "-S", str(ctl), "-O", "check", "x"], capture_output=True, text=True, check=False
-    )
-    tunnel_pid = int(re.search(r"pid=(\d+)", check.stderr).group(1))
-    os.kill(tunnel_pid, signal.SIGKILL)
+    os.kill(tunnel_master_pid(cluster, job_id), signal.SIGKILL)
     attached.wait_for(r"tunnel reconnected", 40)
     assert api_status(port, token) == 200
     assert job_alive(cluster, "slurm", job_id)
@@ -263,6 +249,7 @@ def test_killed_script_then_attach_and_tunnel_reconnects(
     assert attached.process.wait(timeout=60) == 1
     assert "cancelled from outside" in attached.text()
     assert_ended(cluster, job_id, port)
+    assert control_folders(cluster) == []
 
 
 def test_two_simultaneous_starts_and_a_local_squatter(

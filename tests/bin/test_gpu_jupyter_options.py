@@ -89,7 +89,7 @@ def test_bad_values_are_refused_before_connecting(args: list[str], message: str)
 
 
 def test_missing_token_tools_fail_before_login(tmp_path: Path) -> None:
-    """Without openssl and python3 no token can be made: say so before logging in."""
+    """Without python3 (the port keeper, the token) nothing can start: say so before logging in."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in ("bash", "ssh"):
@@ -99,7 +99,7 @@ def test_missing_token_tools_fail_before_login(tmp_path: Path) -> None:
         (bin_dir / tool).symlink_to(found)
     result = run_script("nobody@host.invalid", env={"PATH": str(bin_dir), "HOME": str(tmp_path)})
     assert result.returncode == 1
-    assert "needs openssl or python3" in result.stderr
+    assert "needs python3" in result.stderr
     assert "connecting" not in result.stderr
 
 
