@@ -11,198 +11,30 @@ which also leaves no job. The same again in a real browser (Debian's headless
 Chromium, with the helpers of tests/browser_helpers.py): log in, spawn through the form,
 run a cell of chapter 2, Validate an exercise, "Stop My Server". Needs root,
 Slurm, configurable-http-proxy and Chromium (CI installs them); skips with the
-missing piece named otherwise.
+missing piece named otherwise. The hub itself is tests/hub_helpers.py's; what goes
+wrong (a stalled scheduler, a dying job, a class at once, a hub crash) is in
+test_hub_resilience.py.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import secrets
-import shutil
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from deploy_helpers import DEPLOY, assert_students_mode, make_edition, write_site
-from local_cluster import LocalCluster, User
+from deploy_helpers import assert_students_mode
+from hub_helpers import FORM, IDLE_MINUTES, Hub, requests, running_hub
+from local_cluster import User
 
-from helpers import free_port, needs_chromium, needs_local_slurm, solve_exercise
+from helpers import needs_chromium, solve_exercise
 
-requests = pytest.importorskip("requests", reason="comes with jupyterhub (the 'test' extra)")
 pytestmark = pytest.mark.slow
-PROXY = shutil.which("configurable-http-proxy")
-HUB = Path(sys.executable).parent / "jupyterhub"
-# Short enough for a test, long enough for a student who is being tested.
-IDLE_MINUTES = 0.35
-FORM = {"cores": "1", "gpus": "0", "memory_gb": "1", "hours": "1"}
-
-
-class Hub:
-    """The running hub: its URL, an admin token for the test, its log, its students."""
-
-    def __init__(self, cluster: LocalCluster, state: Path) -> None:
-        self.cluster, self.state = cluster, state
-        self.url = f"http://127.0.0.1:{free_port()}"
-        self.token = secrets.token_hex(24)
-        self.log = state / "jupyterhub.log"
-        self.passwords = {u.name: secrets.token_urlsafe(12) for u in self.students}
-        self.group = f"{cluster.student.name}g"
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        """Passwords and a group for the students, the site file, then JupyterHub itself."""
-        for user in self.students:
-            subprocess.run(
-                ["chpasswd"], input=f"{user.name}:{self.passwords[user.name]}\n", text=True,
-                check=True,
-            )  # fmt: skip
-        subprocess.run(["groupadd", self.group], check=True)
-        for user in self.students:
-            subprocess.run(["usermod", "-aG", self.group, user.name], check=True)
-        cluster, state = self.cluster, self.state
-        site = write_site(
-            state / "site.yml",
-            scheduler="slurm",
-            edition=str(make_edition(cluster.shared / "edition")),
-            choices={"partitions": [cluster.partition]},
-            idle_minutes=IDLE_MINUTES,
-            hub={
-                "bind_url": self.url,
-                "state_dir": str(state / "hub"),
-                "allowed_group": self.group,
-                "exec_prefix": "runuser -u {username} --",
-                "start_timeout": 120,
-                "extra_config": str(self._test_config(state / "test_config.py")),
-            },
-        )
-        with self.log.open("w") as out:
-            self.process = subprocess.Popen(
-                [str(HUB), "-f", str(DEPLOY / "jupyterhub" / "jupyterhub_config.py")],
-                cwd=state,
-                env={
-                    "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin:/usr/sbin:/sbin",
-                    "LANG": "C.UTF-8",
-                    "GPU_COURSE_SITE": str(site),
-                    "SLURM_CONF": str(cluster.slurm_conf),  # a site's is in /etc/slurm
-                    # Debian's proxy keeps its modules there; a node.js from elsewhere
-                    # (this image's) does not look there by itself.
-                    "NODE_PATH": "/usr/share/nodejs",
-                },
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + 60
-        while not self._answers():
-            assert self.process.poll() is None, self.log.read_text()[-4000:]
-            assert time.monotonic() < deadline, self.log.read_text()[-4000:]
-            time.sleep(0.5)
-
-    @property
-    def students(self) -> list[User]:
-        return [self.cluster.student, self.cluster.neighbour]
-
-    def _test_config(self, path: Path) -> Path:
-        """What the test adds to the site's hub: free ports, its Slurm, an admin token."""
-        path.write_text(
-            f"c.JupyterHub.hub_port = {free_port()}\n"
-            f"c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:{free_port()}'\n"
-            # Servers report their activity often, so that a busy one is never culled.
-            "c.Spawner.environment = {'JUPYTERHUB_ACTIVITY_INTERVAL': '5'}\n"
-            "c.Spawner.env_keep.append('SLURM_CONF')\n"
-            "c.JupyterHub.last_activity_interval = 5\n"
-            "c.JupyterHub.services.append({'name': 'test', 'api_token': "
-            f"{self.token!r}}})\n"
-            "c.JupyterHub.load_roles.append({'name': 'test', 'services': ['test'], "
-            "'scopes': ['admin:users', 'admin:servers', 'list:users']})\n"
-        )
-        path.chmod(0o600)  # the admin token
-        return path
-
-    def _answers(self) -> bool:
-        try:
-            return requests.get(f"{self.url}/hub/api", timeout=5).status_code == 200
-        except requests.ConnectionError:
-            return False
-
-    def api(self, method: str, path: str, body: dict | None = None) -> requests.Response:
-        return requests.request(
-            method,
-            f"{self.url}/hub/api{path}",
-            headers={"Authorization": f"token {self.token}"},
-            json=body,
-            timeout=30,
-        )
-
-    def login(self, user: User) -> requests.Session:
-        """A browser-like session logged in as *user* (the login form, with its XSRF token)."""
-        session = requests.Session()
-        session.get(f"{self.url}/hub/login", timeout=30)
-        reply = session.post(
-            f"{self.url}/hub/login",
-            data={
-                "username": user.name,
-                "password": self.passwords[user.name],
-                "_xsrf": session.cookies.get("_xsrf", path="/hub/"),
-            },
-            timeout=30,
-        )
-        assert reply.status_code == 200 and "jupyterhub-hub-login" in session.cookies, reply.text
-        return session
-
-    def wait_ready(self, user: User, seconds: float = 150) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            server = self.api("GET", f"/users/{user.name}").json()["servers"].get("", {})
-            if server.get("ready"):
-                return
-            assert server.get("pending") or server, self.log.read_text()[-4000:]
-            time.sleep(1)
-        raise AssertionError(f"no server for {user.name}:\n" + self.log.read_text()[-4000:])
-
-    def jobs_of(self, user: User) -> list[str]:
-        result = subprocess.run(
-            ["squeue", "-h", "-u", user.name, "-o", "%i"],
-            capture_output=True,
-            text=True,
-            env=self.cluster.env,
-            check=True,
-        )
-        return result.stdout.split()
-
-    def wait_no_job(self, user: User, seconds: float = 90) -> None:
-        deadline = time.monotonic() + seconds
-        while self.jobs_of(user) and time.monotonic() < deadline:
-            time.sleep(1)
-        assert not self.jobs_of(user), self.log.read_text()[-4000:]
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-        subprocess.run(["groupdel", self.group], check=False)
 
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory: pytest.TempPathFactory):
-    needs_local_slurm()
-    if PROXY is None:
-        pytest.skip("no configurable-http-proxy: apt-get install node-configurable-http-proxy")
-    with LocalCluster(tmp_path_factory.mktemp("cluster")) as cluster:
-        running = Hub(cluster, tmp_path_factory.mktemp("hub"))
-        try:
-            running.start()
-            yield running
-        finally:
-            running.stop()
+    yield from running_hub(tmp_path_factory)
 
 
 def test_students_spawn_through_slurm_and_reach_only_their_own(hub: Hub) -> None:

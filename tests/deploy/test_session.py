@@ -49,7 +49,12 @@ def site(tmp_path: Path) -> Path:
             "reservations": ["lab"],
             "gpu_types": ["a100", "h100"],
         },
-        hub={"state_dir": str(tmp_path / "state"), "allowed_group": "students"},
+        # No environment at that path here: the hub's start-up check is not run.
+        hub={
+            "state_dir": str(tmp_path / "state"),
+            "allowed_group": "students",
+            "check_environment": False,
+        },
         ondemand={"origin": "https://ondemand.example.edu"},
     )
 
@@ -214,6 +219,11 @@ def test_hub_config_loads_with_jupyterhubs_loader(site: Path, tmp_path: Path) ->
     assert "--timeout=3600" in culler["command"]
     (role,) = config.JupyterHub.load_roles
     assert role["services"] == ["idle-culler"] and "delete:servers" in role["scopes"]
+    # The documented defaults: runuser (no sudo), the scheduler's variables kept,
+    # servers that outlive a restart of the hub.
+    assert config.BatchSpawnerBase.exec_prefix == "runuser -u {username} --"
+    assert {"SLURM_CONF", "LSF_ENVDIR", "LSF_SERVERDIR"} <= set(config.Spawner.env_keep)
+    assert config.JupyterHub.cleanup_servers is False
 
 
 @pytest.mark.parametrize("scheduler", ["slurm", "lsf"])
