@@ -55,16 +55,17 @@ def _first_line(exc: BaseException) -> str:
     return text[0][:300] if text else "(no message)"
 
 
-def launch(kernel: Any, grid: Any, block: Any, *args: Any, what: str) -> None:
+def launch(kernel: Any, grid: Any, block: Any, *args: Any, what: str, extra: tuple = ()) -> None:
     """Launch a student kernel; turn the simulator's out-of-bounds IndexError into a clear
-    sentence."""
+    sentence. *extra*: what follows grid and block in the launch (a stream, a shared-memory size).
+    """
     try:
         with warnings.catch_warnings():
             # the checks launch tiny grids from host arrays on purpose; Numba's advice
             # about occupancy and copies would bury the one line of feedback
             for category in advice_classes():
                 warnings.simplefilter("ignore", category)
-            kernel[grid, block](*args)
+            kernel[(grid, block, *extra)](*args)
         cuda.synchronize()
     except NotImplementedError:
         raise
@@ -188,3 +189,61 @@ def check_synchronisation(
     for kind, sentence in log.problems():
         raise CheckFailed(f"{what}: {sentence} {advice.get(kind, '')}".strip())
     return log
+
+
+class GuardedInput:
+    """A device input inside a band of NaN: a thread that reads past its end carries NaN into
+    what it writes, so the read is caught on a GPU too (where it would quietly read whatever lies
+    there, often zeros that change nothing); the simulator raises an IndexError as for outputs."""
+
+    def __init__(self, values: np.ndarray, pad: int = GUARD) -> None:
+        values = np.asarray(values)
+        region = tuple(slice(pad, pad + s) for s in values.shape)
+        host = np.full([s + 2 * pad for s in values.shape], np.nan, dtype=values.dtype)
+        host[region] = values
+        self.device = cuda.to_device(host)
+        self.view = self.device[region]
+
+
+class ReductionWatch(np.ndarray):
+    """A NumPy array that notes how it is summed: every reduction (``a.sum()``, ``np.sum(a)``,
+    ``np.add.reduce``) with the number of elements it covered, every piece cut from it (a view
+    such as ``a[0:10]``), and every Python loop over all of it (``sum(a)``, ``math.fsum(a)``).
+
+    Make one with :func:`watched`; read :attr:`log` (shared by the array and its pieces)."""
+
+    log: dict[str, list[int]]
+
+    def __array_finalize__(self, obj: Any) -> None:
+        log = getattr(obj, "log", None)
+        if log is None:
+            return
+        self.log = log
+        if self.size < log["size"][0]:
+            log["pieces"].append(int(self.size))
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if method == "reduce":
+            for a in inputs:
+                if isinstance(a, ReductionWatch):
+                    a.log["reductions"].append(int(a.size))
+        plain = [
+            np.asarray(a).view(np.ndarray) if isinstance(a, ReductionWatch) else a for a in inputs
+        ]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(
+                o.view(np.ndarray) if isinstance(o, ReductionWatch) else o for o in kwargs["out"]
+            )
+        return getattr(ufunc, method)(*plain, **kwargs)
+
+    def __iter__(self) -> Any:
+        if self.size == self.log["size"][0] and self.size:
+            self.log["loops"].append(int(self.size))
+        return super().__iter__()
+
+
+def watched(values: np.ndarray) -> ReductionWatch:
+    """*values* as a :class:`ReductionWatch` with an empty log."""
+    array = np.asarray(values).view(ReductionWatch)
+    array.log = {"size": [int(array.size)], "reductions": [], "pieces": [], "loops": []}
+    return array

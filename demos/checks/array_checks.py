@@ -137,18 +137,71 @@ def nearest_neighbour(student: Callable[[Any], Any]) -> str:
     return "right indices, self excluded, returned as a small host array."
 
 
+BAND_TEMPORARIES = 6  # what a band may cost besides the result: a few band-sized temporaries
+PEAK_CASE = (600, 20)  # (points, rows per band): the result is 2.9 MB, a band 96 kB
+
+
+def _peak_bytes(student: Callable[[Any, int], Any], x: np.ndarray, rows: int) -> tuple[Any, int]:
+    """The student's result and the most memory NumPy held at once while it ran (tracemalloc
+    sees every NumPy allocation)."""
+    import tracemalloc
+
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        got = student(x, rows)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        if started:
+            tracemalloc.stop()
+    return got, peak
+
+
 def distance_matrix_chunked(student: Callable[[Any, int], Any]) -> str:
     rng = np.random.default_rng(7)
-    for n, rows in [(10, 3), (10, 10), (7, 100), (33, 8)]:
-        x = rng.random((n, 3))
-        what = f"{n} points in bands of {rows} rows"
+    for n, rows, dtype in [
+        (10, 3, np.float64),
+        (10, 10, np.float64),
+        (7, 100, np.float64),
+        (33, 8, np.float64),
+        (33, 8, np.float32),
+    ]:
+        x = rng.random((n, 3)).astype(dtype)
+        what = f"{n} {dtype.__name__} points in bands of {rows} rows"
         got = student(x, rows)
         if not isinstance(got, np.ndarray):
             raise CheckFailed(
                 f"{what}: return the whole matrix as a NumPy array, not {type(got).__name__}."
             )
-        compare(got, reference_distance(x, x), what, rtol=1e-6, atol=1e-9)
-    return "the banded computation gives the full matrix, also when the last band is short."
+        expect_dtype(got, dtype, what)
+        compare(
+            got,
+            reference_distance(x, x),
+            what,
+            rtol=1e-4 if dtype == np.float32 else 1e-6,
+            atol=1e-5 if dtype == np.float32 else 1e-9,
+        )
+    n, rows = PEAK_CASE
+    x = rng.random((n, 3))
+    got, peak = _peak_bytes(student, x, rows)
+    compare(got, reference_distance(x, x), f"{n} points in bands of {rows} rows")
+    result, band = n * n * x.itemsize, rows * n * x.itemsize
+    budget = result + BAND_TEMPORARIES * band + 64 * 1024
+    if peak > budget:
+        raise CheckFailed(
+            f"{n} points in bands of {rows} rows: your function held {peak / 1e6:.1f} MB at once, "
+            f"but the result is {result / 1e6:.1f} MB and a band {band / 1e3:.0f} kB: it made "
+            f"{(peak - result) / result:.1f} matrices' worth of temporaries (the whole matrix, "
+            "then sliced?). Allocate the result once (np.empty((n, n), dtype=x.dtype)) and compute "
+            "each band of rows straight into it: only band-sized temporaries."
+        )
+    return (
+        "the banded computation gives the full matrix, also when the last band is short; "
+        f"peak memory {peak / result:.2f} x the result for bands of {rows} of {n} rows."
+    )
 
 
 _KERNEL_KEYS = ("in_params", "out_params", "operation")
@@ -184,7 +237,8 @@ def combine_kernel(spec: dict[str, str]) -> str:
     one = np.ones((1, 1))
     for probe, want, what in (
         ((one, 0 * one, 0 * one), 1.0, "x2_i = 1 and the rest 0"),
-        ((0 * one, one, 0 * one), -2.0, "xy = 1 and the rest 0"),
+        # positive, so that a kernel that clamps at 0 (max(..., (T)0)) is read right
+        ((3 * one, one, 0 * one), 1.0, "x2_i = 3, xy = 1 and y2_j = 0"),
         ((0 * one, 0 * one, one), 1.0, "y2_j = 1 and the rest 0"),
     ):
         got = float(np.asarray(_elementwise(spec, *probe)).ravel()[0])

@@ -15,6 +15,8 @@ import importlib.util
 import numbers
 from typing import Any
 
+import numpy as np
+
 from demos import hardware
 from demos.checks._harness import CheckFailed
 
@@ -25,6 +27,10 @@ LARGEST_BATCH = {"cpu": 512, "gpu": 16384}
 
 def _device() -> str:
     return "gpu" if hardware.has_gpu() else "cpu"
+
+
+def _keras_missing() -> bool:
+    return importlib.util.find_spec("keras") is None
 
 
 def _images_per_second(batch_size: int, device: str) -> float:
@@ -57,7 +63,13 @@ def batch_trial(trial: dict[str, Any]) -> str:
         raise CheckFailed(f"predicted_speedup should be a positive number, not {guess!r}.")
     device = _device()
     largest = LARGEST_BATCH[device]
-    if not isinstance(batch, int) or isinstance(batch, bool) or not 1 <= batch <= largest:
+    if not isinstance(batch, numbers.Integral) or isinstance(batch, bool | np.bool_):
+        raise CheckFailed(
+            f"batch_size should be a whole number from 1 to {largest} on the {device}, "
+            f"not {batch!r}."
+        )
+    batch = int(batch)  # NumPy's integers (np.int64(256)) count as whole numbers too
+    if not 1 <= batch <= largest:
         raise CheckFailed(
             f"batch_size should be a whole number from 1 to {largest} on the {device}."
         )
@@ -66,7 +78,7 @@ def batch_trial(trial: dict[str, Any]) -> str:
             "change batch_size: 32 is the tutorial's batch, the one you compare with. "
             "Try a much larger one (256) or a smaller one (8)."
         )
-    if importlib.util.find_spec("keras") is None:
+    if _keras_missing():
         raise CheckFailed(
             "Keras is not installed in this environment (TensorFlow publishes no wheels for "
             "this Python), so nothing can be measured; use Python 3.11 to 3.13 for chapter 5."

@@ -43,7 +43,12 @@ class WatchedKernel:
         self.launches = 0
 
     def __getitem__(self, config: tuple) -> Callable[..., None]:
-        grid, block = config
+        if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
+            raise CheckFailed(
+                f"{self.what}: launch as kernel[grid, block](...) (a stream and a shared-memory "
+                "size may follow: kernel[grid, block, stream])."
+            )
+        grid, block, *rest = config
 
         def run(*args: Any) -> None:
             self.launches += 1
@@ -55,21 +60,21 @@ class WatchedKernel:
                     "pass device arrays (cuda.to_device for the points, cuda.device_array for "
                     "the output)."
                 )
-            launch(coalesced_kernel, grid, block, *args, what=self.what)
+            launch(coalesced_kernel, grid, block, *args, what=self.what, extra=tuple(rest))
 
         return run
 
 
 @contextlib.contextmanager
-def _watched_allocations() -> Iterator[list[int]]:
-    """While the block runs: count the bytes of every ``cuda.to_device`` call, and fill every
+def _watched_allocations() -> Iterator[list[np.ndarray]]:
+    """While the block runs: keep what every ``cuda.to_device`` call sent, and fill every
     float ``cuda.device_array`` with the sentinel, so that entries no thread wrote are found
     (an uninitialised array may happen to hold the right numbers from an earlier run)."""
-    sent: list[int] = []
+    sent: list[np.ndarray] = []
     to_device, device_array = cuda.to_device, cuda.device_array
 
     def counted(array: Any, *args: Any, **kwargs: Any) -> Any:
-        sent.append(int(np.asarray(array).nbytes))
+        sent.append(np.asarray(array))
         return to_device(array, *args, **kwargs)
 
     def filled(*args: Any, **kwargs: Any) -> Any:
@@ -97,12 +102,7 @@ def distance_on_device(student: Callable[[np.ndarray, np.ndarray, Any], Any]) ->
             got = student(x, y, kernel)
         if kernel.launches != 1:
             raise CheckFailed(f"{what}: launch the kernel once, not {kernel.launches} times.")
-        if sum(sent) > x.nbytes + y.nbytes:
-            raise CheckFailed(
-                f"{what}: cuda.to_device sent {sum(sent)} bytes, but the points are only "
-                f"{x.nbytes + y.nbytes}. The output needs no copy to the GPU: allocate it "
-                "there with cuda.device_array((n, m))."
-            )
+        _sent_once(sent, x, y, what)
         if _is_device_array(got):
             raise CheckFailed(
                 f"{what}: you returned the device array; bring the matrix back once with "
@@ -110,6 +110,12 @@ def distance_on_device(student: Callable[[np.ndarray, np.ndarray, Any], Any]) ->
             )
         if not isinstance(got, np.ndarray):
             raise CheckFailed(f"{what}: return a NumPy array, not {type(got).__name__}.")
+        if got.dtype != x.dtype:
+            raise CheckFailed(
+                f"{what}: the matrix has dtype {got.dtype}, but the points are {x.dtype}. "
+                "Allocate the output with the points' dtype: cuda.device_array((n, m), "
+                "dtype=x.dtype) (a float32 output rounds every distance to 7 digits)."
+            )
         try:
             compare(got, reference_distance(x, y), what)
         except CheckFailed as problem:
@@ -118,3 +124,28 @@ def distance_on_device(student: Callable[[np.ndarray, np.ndarray, Any], Any]) ->
                 "its y blocks of rows (n), both rounded up."
             ) from None
     return "points copied once, the output made on the GPU, one copy back: right for every shape."
+
+
+def _sent_once(sent: list[np.ndarray], x: np.ndarray, y: np.ndarray, what: str) -> None:
+    """Fail, naming the array, unless cuda.to_device sent at most the points, each once."""
+    total = sum(a.nbytes for a in sent)
+    if total <= x.nbytes + y.nbytes:
+        return
+    output = (x.shape[0], y.shape[0])
+    if any(a.shape == output for a in sent) and output not in (x.shape, y.shape):
+        raise CheckFailed(
+            f"{what}: cuda.to_device sent {total} bytes, but the points are only "
+            f"{x.nbytes + y.nbytes}: an array of the output's shape {output} went to the GPU. The "
+            "output needs no copy to the GPU: allocate it there with cuda.device_array((n, m))."
+        )
+    names = []
+    for name, points in (("x", x), ("y", y)):
+        copies = sum(1 for a in sent if a.shape == points.shape and np.array_equal(a, points))
+        if copies > 1:
+            names.append(f"{name} {copies} times")
+    said = f" ({', '.join(names)})" if names else ""
+    raise CheckFailed(
+        f"{what}: cuda.to_device sent {total} bytes{said}, but the points are only "
+        f"{x.nbytes + y.nbytes}. Copy each array of points once and pass the same device array "
+        "wherever it is needed."
+    )

@@ -14,6 +14,12 @@ dependent chain: one load in flight, whatever ``LOADS`` says).
 
 from __future__ import annotations
 
+import contextlib
+import dis
+import inspect
+import re
+from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -27,7 +33,10 @@ from demos.checks._harness import (
     warp_error_text,
 )
 from demos.patterns import inflight, loadtrace
-from demos.patterns.simwarp import WarpError
+from demos.patterns.reports import synchronisation
+from demos.patterns.simrace import is_element, key
+from demos.patterns.simulator import AccessLog, simulated
+from demos.patterns.simwarp import WarpError, undefined_like
 
 BLOCKS = 2  # the simulated launches: two blocks of each size
 THREADS = (64, 32, 128)  # the first with every LOADS, the others with the student's own
@@ -50,9 +59,9 @@ def _lengths(grid_threads: int, loads: int) -> tuple[int, ...]:
     return (group + 37, 2 * group - 1)
 
 
-def _run(kernel: Any, values: np.ndarray, threads: int, what: str) -> dict[str, Any]:
+def _run(kernel: Any, values: np.ndarray, threads: int, what: str, loads: int) -> dict[str, Any]:
     try:
-        report, log = loadtrace.run_wide_sum(kernel, values, BLOCKS, threads)
+        report, log = _run_wide_sum(kernel, values, BLOCKS, threads)
     except WarpError as exc:
         raise CheckFailed(f"{what}: {warp_error_text(exc)}") from None
     except IndexError as exc:
@@ -62,8 +71,123 @@ def _run(kernel: Any, values: np.ndarray, threads: int, what: str) -> dict[str, 
             "0 for the others."
         ) from None
     for kind, sentence in log.problems():
-        raise CheckFailed(f"{what}: {sentence} {_RACE_ADVICE.get(kind, '')}".strip())
+        advice = _RACE_ADVICE.get(kind, "")
+        buffer = _load_buffer_in_shared(kernel, log, kind, loads)
+        if buffer:
+            advice = (
+                f"{buffer} is a cuda.shared.array: one array for the whole block, so every "
+                f"thread loads into the same {buffer}[k]. The loads waiting for their use belong "
+                f"in each thread's own registers: {buffer} = cuda.local.array(LOADS, float32); "
+                "shared memory is only for the warps' sums."
+            )
+        raise CheckFailed(f"{what}: {sentence} {advice}".strip())
     return report
+
+
+def _load_buffer_in_shared(kernel: Any, log: Any, kind: str, loads: int) -> str | None:
+    """The name of the shared array the first *kind* race is on, when it is the load buffer
+    (made with LOADS elements, or stored from ``values[...]``), else None."""
+    races = log.shared.races.get(kind, {})
+    site = next(iter(races), (None, None, None))[1]
+    made = log.shared._classes.get(site)
+    if made is None:
+        return None
+    name = made._course_shared[1].partition(" (")[0]
+    code, offset = site
+    before = [i for i in dis.get_instructions(code) if i.offset <= offset][-8:]
+    sized = any(i.argval == "LOADS" for i in before)
+    source = _source(kernel)
+    stored = re.search(rf"\b{re.escape(name)}\[[^\]]*\]\s*=\s*values\[", source)
+    return name if sized or stored else None
+
+
+def _source(kernel: Any) -> str:
+    try:
+        return inspect.getsource(getattr(kernel, "py_func", None) or kernel.fn)
+    except (OSError, TypeError, AttributeError):
+        return ""
+
+
+class _Trace(loadtrace.LoadTrace):
+    """A LoadTrace that also counts loads used in arithmetic more than once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reused: Counter = Counter()
+
+
+class _Load(loadtrace.Loaded):
+    """A Loaded value that tells its trace when it is used again after its first use (a
+    register kept past its iteration: a ``got[k]`` the last, part-filled group did not load)."""
+
+    __slots__ = ("_index",)
+
+    def __init__(self, value: Any, trace: _Trace, index: int) -> None:
+        super().__init__(value, trace, index)
+        self._index = index
+
+    def take(self) -> Any:
+        if self._who is None:
+            with self._trace._lock:
+                self._trace.reused[self._index] += 1
+        return super().take()
+
+
+@contextlib.contextmanager
+def _registers() -> Iterator[None]:
+    """``cuda.local.array`` as object arrays (so a load kept there waits until it is added, as in
+    :mod:`demos.patterns.loadtrace`), starting as uninitialised registers might: NaN or 0x5A5A."""
+    from numba.cuda.simulator import kernelapi
+
+    original = kernelapi.FakeCUDALocal.array
+
+    def array(self: Any, shape: Any, dtype: Any, alignment: Any = None) -> np.ndarray:
+        plain = original(self, shape, dtype)
+        return np.full(plain.shape, undefined_like(plain.dtype.type(0)), dtype=object)
+
+    kernelapi.FakeCUDALocal.array = array
+    try:
+        yield
+    finally:
+        kernelapi.FakeCUDALocal.array = original
+
+
+def _run_wide_sum(
+    kernel: Any, values: np.ndarray, blocks: int, threads: int
+) -> tuple[dict[str, Any], Any]:
+    """:func:`demos.patterns.loadtrace.run_wide_sum`, with registers that start as garbage and
+    the loads used twice counted (``reused_loads``: input index -> extra uses)."""
+    log, trace = AccessLog(), _Trace()
+    values = np.ascontiguousarray(values)
+    counted = type(log.wrap(values, "values"))
+
+    class Traced(counted):
+        def __getitem__(self, index):
+            got = super().__getitem__(index)
+            if is_element(index) and not isinstance(got, np.ndarray):
+                return _Load(got, trace, key(index)[0])
+            return got
+
+    wrapped = values.view(Traced)
+    partial = log.wrap(np.zeros(blocks, values.dtype), "partial")
+    with log.counting(), _registers():
+        simulated(kernel)[blocks, threads](wrapped, partial)
+    reads = np.zeros(len(values), np.int64)
+    for (name, index), count in log.reads.items():
+        if name == "values":
+            reads[index[0]] = count
+    writes = [log.writes.get(("partial", (b,)), 0) for b in range(blocks)]
+    report = {
+        "partial": np.asarray(partial).copy(),
+        "reads": reads,
+        "loads_in_flight": trace.loads_in_flight(),
+        "lane_gap": trace.lane_gap(),
+        "reused_loads": dict(trace.reused),
+        "most_writes_to_a_block_sum": max(writes, default=0),
+        "atomics": log.total(log.atomics, "partial"),
+        **synchronisation(log, blocks, threads),
+    }
+    return report, log
 
 
 def _reads(report: dict[str, Any], what: str) -> None:
@@ -86,6 +210,25 @@ def _reads(report: dict[str, Any], what: str) -> None:
 
 
 def _combine(report: dict[str, Any], values: np.ndarray, what: str) -> None:
+    total, expected = float(report["partial"].astype(np.float64).sum()), float(values.sum())
+    if np.isclose(total, expected, rtol=RTOL):
+        total = expected  # right: only the writes below can still be wrong
+    elif np.isnan(total):
+        raise CheckFailed(
+            f"{what}: the block sums add up to nan. A value was used before anything was stored "
+            "in it: an element of a cuda.local.array (or shared array) read before it was "
+            "written holds garbage on a GPU (NaN here; the simulator's zeros would hide it). "
+            "Store every got[k] (got[k] = values[i], or 0 past the end) before adding it."
+        )
+    elif report.get("reused_loads"):
+        i, times = next(iter(sorted(report["reused_loads"].items())))
+        raise CheckFailed(
+            f"{what}: the block sums add up to {total:.4f}, the values to {expected:.4f}: "
+            f"values[{i}] was read once but added {times + 1} times "
+            f"({len(report['reused_loads'])} values like it). In the last, part-filled group a "
+            "got[k] that was not loaded again still holds the previous iteration's value: set "
+            "got[k] = 0 where i >= n (got[k] = values[i] if i < n else float32(0))."
+        )
     writes = report["most_writes_to_a_block_sum"]
     if writes > 1:
         raise CheckFailed(
@@ -94,7 +237,6 @@ def _combine(report: dict[str, Any], values: np.ndarray, what: str) -> None:
             "sums (the simulator runs one thread at a time, so it looks right). Combine in the "
             "block first, as in warp_sum, and let one thread write partial[cuda.blockIdx.x]."
         )
-    total, expected = float(report["partial"].astype(np.float64).sum()), float(values.sum())
     if not np.isclose(total, expected, rtol=RTOL):
         raise CheckFailed(
             f"{what}: the block sums add up to {total:.4f}, the values to {expected:.4f}. Is "
@@ -169,7 +311,7 @@ def _with_loads(kernel: Any, loads: int, own: int) -> int:
     for threads, n in launches:
         values = rng.random(n).astype(np.float32)
         what = f"LOADS = {loads}, {BLOCKS} blocks of {threads} threads, n = {n}"
-        report = _run(compiled, values, threads, what)
+        report = _run(compiled, values, threads, what, loads)
         _reads(report, what)
         _combine(report, values.astype(np.float64), what)
         if n >= BLOCKS * threads * loads:  # some thread has a whole group

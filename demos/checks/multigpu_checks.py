@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from demos.checks._harness import CheckFailed, compare
+from demos.checks._harness import CheckFailed, compare, watched
 
 
 def split_ranges(student: Callable[[int, int], Any]) -> str:
@@ -59,8 +59,10 @@ def split_sum(student: Callable[[np.ndarray, int], Any]) -> str:
     rng = np.random.default_rng(10)
     for n, parts in [(10, 3), (1, 4), (1000, 4), (999_999, 2)]:
         values = rng.random(n)
-        got = student(values, parts)
         want = values.sum()
+        given = watched(values)
+        got = student(given, parts)
+        _split(given.log, n, parts)
         if not np.isscalar(got) and np.ndim(got) != 0:
             raise CheckFailed(
                 f"{n} values in {parts} pieces: return one number, not {np.shape(got)}."
@@ -70,3 +72,23 @@ def split_sum(student: Callable[[np.ndarray, int], Any]) -> str:
                 f"{n} values in {parts} pieces: you return {float(got)!r}, expected {want!r}."
             )
     return "the partial sums of the pieces add up to the total."
+
+
+def _split(log: dict[str, list[int]], n: int, parts: int) -> None:
+    """Fail unless the values were summed piece by piece: no sum (or loop) over more than the
+    largest piece ``split_ranges`` would make."""
+    largest = -(-n // parts)
+    if parts < 2 or n <= largest:
+        return
+    whole = [k for k in log["reductions"] + log["loops"] if k > largest]
+    if whole:
+        raise CheckFailed(
+            f"{n} values in {parts} pieces: you summed {whole[0]} values at once, but no piece "
+            f"holds more than {largest}. Split first (split_ranges(len(values), parts)), sum each "
+            "piece on its own (as each device would), then add the partial sums."
+        )
+    if not log["pieces"]:
+        raise CheckFailed(
+            f"{n} values in {parts} pieces: your function never cut values into pieces. Sum "
+            "values[r] for each range r of split_ranges(len(values), parts), then add those sums."
+        )

@@ -12,7 +12,9 @@ fail here with what happened where.
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -28,7 +30,8 @@ from demos.checks._harness import (
     warp_error_text,
 )
 from demos.patterns import matmul, reports
-from demos.patterns.simwarp import WarpError
+from demos.patterns.simulator import AccessLog
+from demos.patterns.simwarp import WarpError, bank_conflict_degree, sectors, warp_requests
 from demos.patterns.sizes import N_BINS, THREADS
 
 BLOCKS, HISTOGRAM_THREADS = 2, 32  # the histogram checks' launch: fewer threads than values
@@ -220,9 +223,23 @@ def _matmul_failure(report: dict[str, Any], log: Any, what: str) -> str | None:
     return None
 
 
-def _counted_matmul(kernel: Any, a: np.ndarray, b: np.ndarray, tile: int, what: str) -> dict:
+@contextlib.contextmanager
+def tracing_addresses() -> Iterator[None]:
+    """Within this block every new AccessLog keeps the addresses each warp touches."""
+    before = AccessLog.trace_addresses
+    AccessLog.trace_addresses = True
     try:
-        report, log = reports.run_matmul(kernel, a, b, tile, fill=SENTINEL)
+        yield
+    finally:
+        AccessLog.trace_addresses = before
+
+
+def _counted_matmul(
+    kernel: Any, a: np.ndarray, b: np.ndarray, tile: int, what: str, trace: bool = False
+) -> tuple[dict, Any]:
+    try:
+        with tracing_addresses() if trace else contextlib.nullcontext():
+            report, log = reports.run_matmul(kernel, a, b, tile, fill=SENTINEL)
     except WarpError as exc:
         raise CheckFailed(f"{what}: {warp_error_text(exc)}") from None
     except IndexError as exc:
@@ -233,7 +250,50 @@ def _counted_matmul(kernel: Any, a: np.ndarray, b: np.ndarray, tile: int, what: 
     failure = _matmul_failure(report, log, what)
     if failure:
         raise CheckFailed(failure)
-    return report
+    return report, log
+
+
+def _access_notes(log: Any, itemsize: int) -> list[str]:
+    """What a right kernel still does slowly, in the chapter's words: tile loads from global
+    memory that a warp does not coalesce, and shared-memory accesses with bank conflicts."""
+    worst_bank: dict[tuple, int] = {}
+    global_use: dict[tuple, list[int]] = {}
+    for kind, name, line, lanes in warp_requests(log.requests or {}):
+        if len(lanes) < 2:
+            continue
+        if kind.startswith("shared"):
+            where = (kind.split()[1], name.partition(" (")[0], line)
+            worst_bank[where] = max(worst_bank.get(where, 1), bank_conflict_degree(lanes))
+        elif kind == "global read" and name in ("a", "b"):
+            used, fewest = sectors(lanes, itemsize)
+            totals = global_use.setdefault((name, line), [0, 0])
+            totals[0] += used
+            totals[1] += fewest
+    notes = []
+    for (name, line), (used, fewest) in sorted(global_use.items()):
+        if used > 2 * fewest:
+            notes.append(
+                f"the loads of {name} (line {line}) are not coalesced: a warp's load touches "
+                f"{used / fewest:.1f} times the 32-byte sectors it needs. Let neighbouring "
+                f"threads (tx) read neighbouring elements of a row: the last index of {name}[..] "
+                "should be the one that grows with tx (chapter 4's coalescing)"
+            )
+    by_array: dict[tuple, list] = {}
+    for (verb, name, line), degree in worst_bank.items():
+        if degree > 1:
+            entry = by_array.setdefault((verb, name), [1, []])
+            entry[0] = max(entry[0], degree)
+            entry[1].append(line)
+    for (verb, name), (degree, lines) in sorted(by_array.items(), key=lambda kv: -kv[1][0]):
+        said = ", ".join(map(str, sorted(lines)))
+        notes.append(
+            f"{name} is {'read' if verb == 'read' else 'written'} with up to {degree}-way bank "
+            f"conflicts (line{'s' if len(lines) > 1 else ''} {said}): the lanes of a warp ask "
+            f"{degree} different words of one bank, served one after another. Index the tile so "
+            "that neighbouring lanes (tx) use neighbouring words, tile[..., tx] (or pad it to "
+            "TILE + 1 columns)"
+        )
+    return notes
 
 
 def tiled_matmul(kernel: Any) -> str:
@@ -246,12 +306,12 @@ def tiled_matmul(kernel: Any) -> str:
     )
     tile = matmul.tile_of(kernel)
     rng = np.random.default_rng(9)
-    summary = ""
+    summary, notes = "", []
     for n, inner, m in MATMUL_SHAPES:
         a = rng.random((n, inner)).astype(np.float32)
         b = rng.random((inner, m)).astype(np.float32)
         what = f"{n} x {inner} times {inner} x {m}, blocks of TILE x TILE = {tile} x {tile}"
-        report = _counted_matmul(kernel, a, b, tile, what)
+        report, log = _counted_matmul(kernel, a, b, tile, what, trace=not summary)
         compare(report["product"], a.astype(np.float64) @ b, what, rtol=1e-5, atol=1e-5)
         allowed = -(-m // tile)  # once per block column of c
         if report["most_reads_of_an_a"] > allowed or report["most_reads_of_a_b"] > -(-n // tile):
@@ -262,6 +322,7 @@ def tiled_matmul(kernel: Any) -> str:
                 "the operands of the loop over k from the shared tiles."
             )
         if not summary:
+            notes = _access_notes(log, a.itemsize)
             naive = matmul.global_loads_per_output(inner, "naive")
             summary = (
                 f"right products with {tile} x {tile} tiles, edges included, no races; "
@@ -270,6 +331,8 @@ def tiled_matmul(kernel: Any) -> str:
             )
     if on_gpu():
         _on_the_gpu(kernel, tile)
+    if notes:
+        summary += " Right, but slower than it needs to be: " + "; ".join(notes) + "."
     return summary
 
 

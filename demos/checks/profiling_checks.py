@@ -13,17 +13,29 @@ from typing import Any
 
 import numpy as np
 
-from demos.checks._harness import CheckFailed
+from demos.checks._harness import CheckFailed, watched
 from demos.profiling.sync_counter import SyncCountingModule
 
 
 def sync_free_total(loop: Callable[[Any, list], Any]) -> str:
     """*loop(xp, arrays)* must return the sum of all arrays' sums with at most one host transfer."""
     rng = np.random.default_rng(7)
-    arrays = [rng.random(50) for _ in range(8)]
+    arrays = [watched(rng.random(50)) for _ in range(8)]
     xp = SyncCountingModule()
     got = loop(xp, arrays)
     syncs = xp.counter.syncs
+    on_host = sum(len(a.log["reductions"]) + len(a.log["loops"]) for a in arrays)
+    if on_host or not xp.counter.uploads or not xp.counter.operations:
+        raise CheckFailed(
+            (
+                "your loop summed the host arrays with NumPy"
+                if on_host
+                else "your loop never used xp"
+            )
+            + f" ({xp.counter.uploads} copies to the device with xp.asarray): with 0 transfers "
+            "it looks free, but nothing ran on the GPU. Copy each array with xp.asarray(a), sum "
+            "it there and keep the running total a device array."
+        )
     if syncs > 1:
         raise CheckFailed(
             f"your loop brought values to the host {syncs} times ({dict(xp.counter.transfers)}); "

@@ -7,7 +7,15 @@ from typing import Any
 
 import numpy as np
 
-from demos.checks._harness import CheckFailed, GuardedOutput, blocks, compare, launch, on_gpu
+from demos.checks._harness import (
+    CheckFailed,
+    GuardedInput,
+    GuardedOutput,
+    blocks,
+    compare,
+    launch,
+    on_gpu,
+)
 
 
 def blocks_for(student: Callable[[int, int], int]) -> str:
@@ -30,7 +38,8 @@ def add_to_kernel(kernel: Any) -> str:
         source = rng.random(n)
         start = rng.random(n)
         target = GuardedOutput((n,), initial=start)
-        launch(kernel, blocks(n, 32), 32, source, target.view, what=f"n = {n}")
+        given = GuardedInput(source)  # NaN past its ends: a read there spoils what it adds to
+        launch(kernel, blocks(n, 32), 32, given.view, target.view, what=f"n = {n}")
         compare(target.fetch(f"n = {n}"), start + source, f"n = {n}")
     return (
         f"correct for n = {', '.join(map(str, sizes))} with blocks of 32 (no writes past the end)."
@@ -46,7 +55,8 @@ def add_matrices_kernel(kernel: Any) -> str:
         out = GuardedOutput(shape)
         side = max(shape)  # a square grid, so that either index order reaches every entry
         grid = (blocks(side, block[0]), blocks(side, block[1]))
-        launch(kernel, grid, block, a, b, out.view, what=f"shape {shape}")
+        a_in, b_in = GuardedInput(a), GuardedInput(b)
+        launch(kernel, grid, block, a_in.view, b_in.view, out.view, what=f"shape {shape}")
         compare(out.fetch(f"shape {shape}"), a + b, f"shape {shape}")
     return f"correct for shapes {shapes} with 8 x 4 blocks."
 

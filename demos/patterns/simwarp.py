@@ -18,6 +18,7 @@ value (NaN, or the integer 0x5A5A), as a GPU would hand it something undefined.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import Counter
 from typing import Any
@@ -274,6 +275,82 @@ def activemask(self: Any) -> int:
     thread = threading.current_thread()
     first = thread.thread_id // 32 * 32
     return sum(1 << lane for lane in range(min(32, block_size(thread) - first)))
+
+
+# --- the addresses a warp touches: for checks that explain coalescing and bank conflicts ---
+def note_request(
+    requests: dict, lock: Any, kind: str, name: str, array: np.ndarray, index: Any
+) -> None:
+    """Note the byte address of one element access in *requests*, under the kernel line that
+    made it and the number of times this thread has been there: the lanes of a warp there for
+    the n-th time make one request, as a warp issues it. (An AccessLog with trace_addresses.)"""
+    from demos.patterns.simrace import element_key  # simrace imports this module
+
+    where = element_key(array, index)
+    if where is None:
+        return
+    root = array
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if not all(0 <= w < s for w, s in zip(where, root.shape, strict=True)):
+        return  # out of bounds: the access itself raises
+    address = int(np.ravel_multi_index(where, root.shape)) * root.itemsize
+    caller = sys._getframe(1)
+    while caller.f_back is not None and (  # up to the kernel's own line
+        caller.f_code.co_name in ("__getitem__", "__setitem__")
+        or "numba" in caller.f_code.co_filename
+    ):
+        caller = caller.f_back
+    position = (caller.f_code, caller.f_lineno)  # a line: its offsets may differ between lanes
+    thread = threading.current_thread()
+    visits = thread.__dict__.setdefault("_course_visits", Counter())
+    nth = visits[(kind, name, position)]
+    visits[(kind, name, position)] += 1
+    tid = getattr(thread, "thread_id", 0)
+    block = tuple(getattr(thread, "blockIdx", (0, 0, 0)))
+    with lock:
+        requests.setdefault((kind, name, block, tid // 32, position, nth), {})[tid % 32] = address
+
+
+def traced_shared(view: np.ndarray, requests: dict, lock: Any) -> np.ndarray:
+    """*view* (a watched shared array) noting the address of each element access too."""
+    label = type(view)._course_shared[1]
+
+    class Traced(type(view)):
+        def __getitem__(self, index):
+            note_request(requests, lock, "shared read", label, self, index)
+            return super().__getitem__(index)
+
+        def __setitem__(self, index, value):
+            note_request(requests, lock, "shared write", label, self, index)
+            super().__setitem__(index, value)
+
+    return view.view(Traced)
+
+
+def warp_requests(requests: dict) -> list[tuple[str, str, int, dict[int, int]]]:
+    """(kind, array, kernel line, {lane: byte address}) for each request a warp made; kind is
+    "global read", "global write", "shared read" or "shared write", the array an argument's
+    name or a shared array's ``name (line N)``."""
+    return [
+        (kind, name, line, lanes)
+        for (kind, name, _block, _warp, (_code, line), _nth), lanes in requests.items()
+    ]
+
+
+def bank_conflict_degree(addresses: dict[int, int], banks: int = 32, word: int = 4) -> int:
+    """How many times a shared-memory request is replayed: the most distinct words the lanes
+    ask of one bank (1: none; lanes reading one word share it, a broadcast)."""
+    words_by_bank: dict[int, set[int]] = {}
+    for address in addresses.values():
+        words_by_bank.setdefault(address // word % banks, set()).add(address // word)
+    return max((len(w) for w in words_by_bank.values()), default=1)
+
+
+def sectors(addresses: dict[int, int], itemsize: int = 4, size: int = 32) -> tuple[int, int]:
+    """(32-byte sectors a global request touches, the fewest its bytes could fit in)."""
+    touched = {a // size for a in addresses.values()}
+    return len(touched), max(1, -(-len(set(addresses.values())) * itemsize // size))
 
 
 COLLECTIVES = {
