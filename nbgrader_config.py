@@ -3,7 +3,7 @@
 Instructors edit the assignments in ``solutions/`` (nbgrader's "source") and
 release them into ``exercises/`` with ``nbgrader generate_assignment``; the
 README's instructors section lists the whole workflow. Grading needs no GPU:
-the notebooks fall back to NumPy and Numba's CUDA simulator (see demos/grading.py).
+the notebooks fall back to NumPy and Numba's CUDA simulator (see demos/grading/).
 """
 
 from pathlib import Path
@@ -33,6 +33,16 @@ c.Execute.shutdown_kernel = "immediate"
 # plain data (grader/verdicts/), so no student code can decide a verdict; and
 # stderr output such as a NumbaPerformanceWarning no longer scores a correct
 # test cell 0.
+# Before grading, nbgrader puts back the locked cells (hidden tests included) as
+# the instructor wrote them; grader/restore_cells.py does the same but warns
+# "checksum ... has changed" only for cells a student really changed.
+c.Autograde.sanitize_preprocessors = [
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "grader.restore_cells.RestoreCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
 c.Autograde.autograde_preprocessors = [
     "grader.preprocessors.GuardedExecute",
     "nbgrader.preprocessors.IgnorePattern",

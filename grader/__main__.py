@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from grader import autograde, bench, intake, sandbox, selftest
+from grader import autograde, bench, grade_record, intake, sandbox, selftest, similarity
 
 Declare = Callable[[argparse.ArgumentParser], None]
 Run = Callable[[Path, argparse.Namespace], int]
@@ -33,6 +33,16 @@ COMMANDS: dict[str, tuple[str, Declare | None, Run]] = {
         "grade every student in the sandbox, in parallel",
         autograde.add_arguments,
         autograde.main,
+    ),
+    "status": (
+        "list grades that are stale (resubmitted since), missing or failed",
+        grade_record.add_arguments,
+        grade_record.main,
+    ),
+    "similarity": (
+        "pairs of students whose answers look copied; JSON out",
+        similarity.add_arguments,
+        similarity.main,
     ),
     "bench": ("time grading synthetic classes; JSON out", bench.add_arguments, bench.main),
     "sandbox": ("say what the grading sandbox can isolate on this machine", None, sandbox.main),

@@ -9,12 +9,16 @@ defaults written there, and nowhere else. ``task`` is one Slurm array task of
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from dataclasses import fields
 from pathlib import Path
 
 from grader import sandbox
 from grader.batch import Batch, chosen_students, run_classes, table
+from grader.grade_record import stale_students
+from grader.run_lock import assignment_lock
+from grader.stopping import EXIT_STATUS, Stop, stopping
 
 _UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
@@ -49,6 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("assignment", nargs="+")
     parser.add_argument("--student", help="comma-separated ids (default: all)")
     parser.add_argument(
+        "--only-stale",
+        action="store_true",
+        help="only students whose grade is stale, missing or failed (see: python -m grader status)",
+    )
+    parser.add_argument(
         "--work",
         type=Path,
         help="grading folder (default: <course>/grading/<assignment>; with several "
@@ -77,12 +86,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(course: Path, args: argparse.Namespace) -> int:
-    """Grade, print one table per assignment; exit 1 when a student was not graded."""
-    classes = []
+    """Grade, print one table per assignment; the exit status says how it ended.
+
+    0: every student graded; 1: some not (the command that grades them again is
+    printed), or another run holds an assignment (:mod:`grader.run_lock`);
+    130 / 143: stopped by SIGINT (Ctrl-C) / SIGTERM, after the notebooks in
+    flight were ended and the finished ones merged and listed.
+    """
     assignments = list(dict.fromkeys(args.assignment))
+    with contextlib.ExitStack() as locks:
+        for assignment in assignments:  # before anything is touched: the other run's folders
+            locks.enter_context(assignment_lock(course, assignment))
+        return _grade(course, args, assignments)
+
+
+def students_to_grade(
+    course: Path, assignment: str, named: str | None, only_stale: bool
+) -> list[str]:
+    """The students named (default: all who handed in); with *only_stale*, only those
+    whose grade is stale, missing or failed (:mod:`grader.grade_record`)."""
+    students = chosen_students(course, assignment, named)
+    if only_stale:
+        stale = set(stale_students(course, assignment))
+        students = [s for s in students if s in stale]
+    return students
+
+
+def _grade(course: Path, args: argparse.Namespace, assignments: list[str]) -> int:
+    classes = []
     limits = {limit.name: getattr(args, limit.name) for limit in _limit_fields()}
     for assignment in assignments:
-        students = chosen_students(course, assignment, args.student)
+        students = students_to_grade(course, assignment, args.student, args.only_stale)
+        if args.only_stale and not students:
+            print(f"{assignment}: every grade is current", file=sys.stderr)
+            continue
         if not students:
             return 1
         if args.work is None:
@@ -90,28 +127,39 @@ def main(course: Path, args: argparse.Namespace) -> int:
         else:
             work = args.work / assignment if len(assignments) > 1 else args.work
         classes.append((Batch(course, assignment, work.resolve(), **limits), students))
+    if not classes:
+        return 0
     level = classes[0][0].level
     print(f"grading sandbox: {level}: {sandbox.LEVEL_MEANING[level]}", file=sys.stderr)
     for warning in sandbox.environment_warnings():
         print(f"warning: {warning}", file=sys.stderr)
-    if args.slurm:
+    if args.slurm:  # the cluster runs the tasks: a Ctrl-C here stops the wait, as before
         from grader.slurm import run_slurm
 
+        stop = Stop()
         results = [run_slurm(run, students, args.sbatch_option) for run, students in classes]
     else:
-        results = run_classes(classes)
+        with stopping(speaker="grader", then="merging what finished") as stop:
+            results = run_classes(classes, stop=stop)
     failed_any = False
-    for (run, _), outcomes in zip(classes, results):
+    for (run, students), outcomes in zip(classes, results):
         if len(classes) > 1:
             print(f"\n{run.assignment}")
         print(table(outcomes))
+        if run.refused:
+            print(f"grader: {run.assignment} not graded: {run.refused}", file=sys.stderr)
+        finished = {o.student for o in outcomes}
         failed = [o.student for o in outcomes if o.status == "failed"]
+        failed += [s for s in students if s not in finished]  # stopped or never started
         if failed:
             failed_any = True
             print(
                 f"\n{len(failed)} not graded; grade them again with:\n  python -m grader "
                 f"autograde {run.assignment} --student {','.join(failed)}"
             )
+    if stop.is_set():
+        print(f"grader: stopped by {stop.reason}", file=sys.stderr)
+        return EXIT_STATUS.get(stop.reason, 1)
     return 1 if failed_any else 0
 
 

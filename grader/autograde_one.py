@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from multiprocessing import forkserver
 
 # Loaded once, in the forkserver; every fork starts with these modules in memory.
 from nbgrader.apps import NbGraderAPI
@@ -22,6 +23,28 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from grader.preprocessors import GuardedExecute  # noqa: F401  (with the hidden-test machinery)
 from grader.processes import die_with_parent
+from grader.verdicts.originality import course_fingerprints
+
+# The fingerprints of the course's own functions (about a second of tokenizing on a
+# 2-core machine), made once here rather than in every notebook's hidden tests.
+course_fingerprints()
+
+
+def _release_the_servers_lifeline() -> None:
+    """Close this fork's copy of the grading command's end of the forkserver's "alive" pipe.
+
+    The forkserver exits when that pipe's last writer closes, i.e. when the
+    grading command dies; but multiprocessing hands every fork a copy of the
+    writer (for forks of its own, which a grading never makes). With it open,
+    a SIGKILLed command left its forkserver and every grading in flight alive
+    as orphans (their ``die_with_parent`` waits on the forkserver), holding
+    sandbox user ids whose clean-up then killed the next run's kernels.
+    """
+    server = forkserver._forkserver  # the module's one ForkServer (no public handle)
+    alive = getattr(server, "_forkserver_alive_fd", None)
+    if alive is not None:
+        os.close(alive)
+        server._forkserver_alive_fd = None
 
 
 def grade(root: str, assignment: str, student: str, env: dict[str, str], log: str) -> None:
@@ -33,6 +56,7 @@ def grade(root: str, assignment: str, student: str, env: dict[str, str], log: st
     """
     os.setsid()
     die_with_parent()
+    _release_the_servers_lifeline()
     if os.getppid() == 1:
         sys.exit("the grading command has ended")
     descriptor = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

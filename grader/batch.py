@@ -28,7 +28,6 @@ the pool of workers (:func:`run_classes`), the merge and the summary table.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import queue
 import shutil
@@ -37,15 +36,18 @@ import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grader import cell_budgets, cgroups, sandbox
+from grader import cell_budgets, cgroups, sandbox, sandbox_environment
 from grader.class_queue import ClassQueue
+from grader.grade_record import students_of, write_results
+from grader.gradebook_lock import while_locked
 from grader.one_student import Outcome, grade_student, traversable
 from grader.processes import BASE_UID, claim_uids, unreachable
 from grader.safe_files import Allowance, replace_tree, size_text
+from grader.setup_check import check_solution
 
 if TYPE_CHECKING:
     from traitlets.config import Config
@@ -108,6 +110,8 @@ class Batch:
     gpu: bool | None = None
     #: Per-cell limits measured on the solution (set by :func:`prepare`; see grader.cell_budgets).
     cell_budgets: Path | None = None
+    #: Why the class is not graded (the solution fails here: grader.setup_check); "": it is.
+    refused: str = ""
 
     def __post_init__(self) -> None:
         self.course = self.course.resolve()
@@ -116,16 +120,6 @@ class Batch:
         self.threads = self.threads or max(1, len(os.sched_getaffinity(0)) // self.workers)
         if self.gpu is None:
             self.gpu = self.assignment not in course_setting(self.course, "without_gpu", [])
-
-
-def students_of(course: Path, assignment: str) -> list[str]:
-    """Every student with a submission of *assignment*, sorted."""
-    submitted = course / "submitted"
-    return (
-        sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir())
-        if submitted.is_dir()
-        else []
-    )
 
 
 def chosen_students(course: Path, assignment: str, named: str | None) -> list[str]:
@@ -178,7 +172,7 @@ def measure_limits(batch: Batch) -> None:
         batch.assignment,
         batch.work,
         timeout,
-        sandbox.kernel_environment(as_notebooks),
+        sandbox_environment.kernel_environment(as_notebooks),
     )
 
 
@@ -198,7 +192,7 @@ def merge(batch: Batch, outcome: Outcome) -> None:
     # nbgrader's own update_or_create_submission warns about its session (harmless).
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SAWarning)
-        _merge_scores(batch, outcome, root)
+        while_locked(lambda: _merge_scores(batch, outcome, root))
 
 
 def _merge_scores(batch: Batch, outcome: Outcome, root: Path) -> None:
@@ -288,7 +282,7 @@ def run_classes(
     templates = [shared_template(b) for b, _ in classes]  # cheap; says at once what is missing
     waiting = ClassQueue([students for _, students in classes], workers)
 
-    def timed(index: int) -> None:
+    def timed(index: int, uid: int | None) -> None:
         batch = classes[index][0]
         try:
             measure_limits(batch)
@@ -296,17 +290,24 @@ def run_classes(
             print(
                 f"grader: {batch.assignment}: cell limits not measured ({error})", file=sys.stderr
             )
+        handed_in = any(
+            (batch.course / "submitted" / s / batch.assignment).is_dir() for s in classes[index][1]
+        )
+        try:  # only a class with something to grade needs its setting checked
+            batch.refused = (handed_in and check_solution(batch, templates[index], uid, stop)) or ""
         finally:  # a class whose solution could not be timed has the course's limit per cell
             waiting.ready(index, cell_budgets.solution_seconds(batch.cell_budgets))
 
     own_uids = sandbox.own_user(classes[0][0].level)
     with (
         ThreadPoolExecutor(len(classes)) as timing,
-        claim_uids(workers if own_uids else 0) as uids,
+        claim_uids(workers + len(classes) if own_uids else 0) as uids,
     ):
-        for index in range(len(classes)):
-            timing.submit(timed, index)
-        return _run_pool(classes, templates, waiting, uids, progress, stop)
+        for uid in uids:  # a killed run's cgroup of this id (grader.box names them so)
+            cgroups.remove_left_behind(f"grader-{uid}")
+        for index in range(len(classes)):  # each solution's check has an id of its own
+            timing.submit(timed, index, uids[workers + index] if uids else None)
+        return _run_pool(classes, templates, waiting, uids[:workers], progress, stop)
 
 
 def _run_pool(
@@ -331,6 +332,9 @@ def _run_pool(
         if taken is None:
             return None  # stopped before it started
         index, student = taken
+        if classes[index][0].refused:  # the solution fails here: none is graded
+            waiting.done()
+            return index, Outcome(student, "failed", flags=[classes[index][0].refused])
         uid = slots.get()
         try:
             started = round(time.monotonic() - began, 1)
@@ -371,9 +375,7 @@ def _run_pool(
     ordered = []
     for (batch, students), graded in zip(classes, outcomes):
         ordered.append([graded[s] for s in students if s in graded])
-        (batch.work / "summary.json").write_text(
-            json.dumps([asdict(o) for o in ordered[-1]], indent=1)
-        )
+        write_results(batch.work, batch.course, batch.assignment, ordered[-1])
     return ordered
 
 

@@ -9,11 +9,12 @@ code with the instructor's rights.
 
 A box holds, under a folder only root may list:
 
-``runtime/``  owned by the sandbox user: the kernel's connection file and
-    sockets, ``home/`` (its HOME), ``work/`` (a copy of the notebook's folder,
-    where the kernel runs) and ``tmp/`` (its TMPDIR where there is no
+``runtime/``  owned by the sandbox user: the kernel's connection file,
+    ``home/`` (its HOME), ``work/`` (a copy of the notebook's folder, where
+    the kernel runs) and ``tmp/`` (its TMPDIR where there is no
     bubblewrap). All of it is removed when the notebook is done, so nothing a
     student wrote is kept or copied anywhere.
+a folder of its own in ``/tmp`` (:func:`socket_folder`), for the kernel's sockets;
 ``policy.json`` and ``jupyter/kernels/grader-sandbox/``: what
     :mod:`grader.sandbox_kernel` reads to start the kernel.
 """
@@ -24,11 +25,12 @@ import contextlib
 import dataclasses
 import os
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import cgroups, sandbox
+from grader import cgroups, sandbox, sandbox_environment
 from grader.processes import claim_uids, kill_user_processes
 from grader.safe_files import copy_tree, remove_owned
 from grader.sandbox import Policy
@@ -53,9 +55,22 @@ class Box:
         return self.folder / "runtime"
 
     @property
+    def sockets(self) -> Path:
+        """Where the kernel's Unix sockets are (:func:`socket_folder`)."""
+        return Path(self.policy.sockets) if self.policy.sockets else self.runtime
+
+    @property
     def kernel_dirs(self) -> list[str]:
         """Where the kernel manager finds the ``grader-sandbox`` kernelspec."""
         return [str(self.folder / "jupyter" / "kernels")]
+
+    def runner_command(self) -> list[str]:
+        """The command that starts this notebook's kernel runner in its sandbox."""
+        return [sys.executable, "-m", "grader.sandbox_kernel", "--runner", str(self.policy_file)]
+
+    @property
+    def policy_file(self) -> Path:
+        return self.folder / "policy.json"
 
     def close(self) -> list[str]:
         """End the notebook's processes, remove what it wrote; why it was stopped, if it was."""
@@ -74,7 +89,22 @@ class Box:
         if self.policy.uid is not None and not sandbox.in_bubblewrap(self.policy.level):
             remove_owned(self.policy.uid)  # without bubblewrap, /tmp is the machine's
         shutil.rmtree(self.runtime, ignore_errors=True)
+        if self.policy.sockets:
+            shutil.rmtree(self.policy.sockets, ignore_errors=True)
         return reasons
+
+
+def socket_folder(uid: int | None) -> Path:
+    """A folder with a short path for the kernel's sockets, writable by the sandbox user alone.
+
+    A Unix socket's path holds at most 107 bytes, and a course in a deep folder
+    (``/home/.../course/grading/<assignment>/<student>/box/runtime``) passes
+    that; the kernel then cannot start (``ZMQError: File name too long``).
+    """
+    folder = Path(tempfile.mkdtemp(prefix="grader-ipc-", dir="/tmp"))
+    if uid is not None:
+        os.chown(folder, uid, uid)
+    return folder
 
 
 def open_box(
@@ -101,7 +131,7 @@ def open_box(
     left_out += _undo_followed_links(notebook_dir, runtime / "work")
     for name in ("home", "tmp"):
         (runtime / name).mkdir(mode=0o700)
-    caches = runtime / "home" / sandbox.COMPILED_KERNELS
+    caches = runtime / "home" / sandbox_environment.COMPILED_KERNELS
     caches.parent.mkdir(mode=0o700)
     if kernel_cache is not None:
         copy_tree(kernel_cache, caches, owner=uid)
@@ -110,6 +140,7 @@ def open_box(
             os.chown(path, uid, uid)
     owner = uid if uid is not None else os.getpid()
     cgroup = cgroups.create(f"grader-{owner}", limits.memory_bytes)
+    sockets = socket_folder(uid)
     policy = dataclasses.replace(
         limits,
         home=str(runtime / "home"),
@@ -117,7 +148,8 @@ def open_box(
         tmpdir=str(runtime / "tmp"),
         cgroup=str(cgroup.path) if cgroup else "",
         readonly=sandbox.course_environment_paths(private=[*private, folder]),
-        writable=[str(runtime)],
+        writable=[str(runtime), str(sockets)],
+        sockets=str(sockets),
     )
     policy.save(folder / "policy.json")
     sandbox.install_kernelspec(folder / "jupyter", folder / "policy.json")

@@ -51,11 +51,13 @@ def system_arguments() -> list[str]:
     return [*args, "--dev", "/dev", "--proc", "/proc"]
 
 
-def arguments(policy: Policy, workdir: str, devices: list[str]) -> list[str]:
+def arguments(policy: Policy, workdir: str | None, devices: list[str]) -> list[str]:
     """bubblewrap options for a kernel in *workdir*, with the device files *devices*.
 
     The notebook's copy (*workdir*'s stand-in, :attr:`Policy.workdir`) is bound
     at the notebook's own path, so the student's code sees the folder it expects.
+    Without a *workdir* (the kernel runner) nothing writable is bound at all:
+    the process works in its own ``/tmp``.
     """
     args = [*NAMESPACES, *system_arguments()]
     for device in devices:
@@ -69,14 +71,13 @@ def arguments(policy: Policy, workdir: str, devices: list[str]) -> list[str]:
         args += ["--perms", "01777", "--size", str(size), "--tmpfs", folder]
     mounted = {"/", "/tmp", "/var/tmp", "/dev", "/dev/shm", "/proc", *SYSTEM_FOLDERS}
     binds = [
-        *(
-            ("--ro-bind", path, path)
-            for path in dict.fromkeys(policy.readonly)
-            if not is_system(path)
-        ),
-        *(("--bind", path, path) for path in dict.fromkeys(policy.writable)),
-        ("--bind", policy.workdir or workdir, workdir),
+        ("--ro-bind", path, path) for path in dict.fromkeys(policy.readonly) if not is_system(path)
     ]
+    if workdir is not None:
+        binds += [
+            *(("--bind", path, path) for path in dict.fromkeys(policy.writable)),
+            ("--bind", policy.workdir or workdir, workdir),
+        ]
     for option, source, target in binds:
         # bubblewrap makes missing parents private to root: the kernel's user must pass.
         for parent in reversed(Path(target).parents):
@@ -85,4 +86,5 @@ def arguments(policy: Policy, workdir: str, devices: list[str]) -> list[str]:
                 mounted.add(str(parent))
         args += [option, source, target]
         mounted.add(target)
-    return args + ["--setenv", "HOME", policy.home or "/tmp", "--chdir", workdir, "--"]
+    home = (policy.home or "/tmp") if workdir is not None else "/tmp"
+    return args + ["--setenv", "HOME", home, "--chdir", workdir or "/tmp", "--"]

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader.sandbox import compiled_kernels_environment
+from grader.sandbox_environment import compiled_kernels_environment
 
 #: No cell is given less than this (seconds): start-up costs, a busy machine.
 FLOOR_SECONDS = 10

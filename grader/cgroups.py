@@ -123,6 +123,23 @@ class MemoryCgroup:
             pass
 
 
+def remove_left_behind(name: str) -> bool:
+    """Remove the cgroup *name* a killed run left, killing what is still in it; whether one was.
+
+    A notebook's cgroup is named after its sandbox user id (:mod:`grader.box`),
+    and a run that was killed could not remove its own. The next run that
+    claims the id (:func:`grader.processes.claim_uids`: no process of it is
+    left, no live run holds it) removes it before use, so its notebook never
+    starts in a cgroup that still holds another run's processes or charges.
+    """
+    found = False
+    for parent in (placement().parent, _v1_parent()):
+        if parent is not None and (parent / name).is_dir():
+            MemoryCgroup(parent / name).remove()
+            found = True
+    return found
+
+
 def join(path: str, pid: int) -> None:
     """Move process *pid* (and so everything it starts later) into the cgroup at *path*."""
     (Path(path) / "cgroup.procs").write_text(str(pid))

@@ -4,7 +4,9 @@ Learning platforms name downloads their own way: Canvas
 ``smithjohn_12345_67890_simt.ipynb`` (``smithjohn_LATE_12345_...`` when late,
 ``..._simt-1.ipynb`` for a resubmission), Moodle
 ``John Smith_12345_assignsubmission_file_/simt.ipynb``, or one folder per
-student; and they come as zip files. Intake must never lose a submission
+student; and they come as zip files, the class's or one student's (Canvas
+names a student's zip like a notebook, ``smithjohn_12345_67890_work.zip``, and
+every notebook in it is that student's). Intake must never lose a submission
 without saying so, hence these rules:
 
 * Every input, and every file in a folder or zip, is either filed or reported
@@ -46,6 +48,8 @@ RULES = {
     "on-time": "--keep on-time: a file not marked LATE wins, otherwise as --keep latest",
 }
 _CANVAS = re.compile(r"^(?P<name>.+?)_(?P<late>LATE_)?\d+_\d+_(?P<file>.+\.ipynb)$")
+#: A zip that one student uploaded to Canvas, renamed by Canvas like a notebook would be.
+_CANVAS_ZIP = re.compile(r"^(?P<name>.+?)_(?P<late>LATE_)?\d+_\d+_.+\.zip$")
 _RESUBMISSION = re.compile(r"-(?P<n>\d+)(?P<ext>\.ipynb)$")
 _MOODLE = re.compile(r"^(?P<name>.+?)_\d+_assignsubmission_\w*?_?$")
 _PLAIN = re.compile(r"^(?P<name>[^_/]+)_(?P<file>.+\.ipynb)$")
@@ -90,6 +94,8 @@ class _Entry:
     late: bool = False
     resubmission: int = 0
     filed_before: bool = False
+    #: Whose it is when the file it came in says so (a student's zip named by Canvas).
+    owner: str | None = None
 
 
 def student_and_file(path: PurePosixPath) -> tuple[str, str] | None:
@@ -214,6 +220,9 @@ def _entries_of_zip(path: Path, inner: PurePosixPath, report: Report) -> list[_E
                     why = f"a corrupt member ({error})"
             if why:
                 report.refused.append(f"{where}: {why}")
+    if m := _CANVAS_ZIP.match(path.name):  # one student's upload: its notebooks are theirs
+        for entry in found:
+            entry.owner, entry.late = m["name"], bool(m["late"])
     return found
 
 
@@ -295,6 +304,8 @@ class _Intake:
         if txt:
             entry.inner = entry.inner.with_name(entry.inner.name.removesuffix(".txt"))
         parsed = student_and_file(entry.inner)
+        if entry.owner is not None and not _CANVAS.match(entry.inner.name):
+            parsed = (entry.owner, entry.inner.name)
         if parsed is None:
             self.report.refused.append(f"{entry.where}: cannot tell whose notebook this is")
             return
@@ -314,7 +325,8 @@ class _Intake:
             self.report.notes.append(
                 f"{entry.where}: a notebook uploaded as .txt, filed as {entry.inner.name}"
             )
-        entry.late, entry.resubmission = _canvas_marks(entry.inner.name)
+        late, entry.resubmission = _canvas_marks(entry.inner.name)
+        entry.late = entry.late or late
         self.groups.setdefault((self.known[name], Path(notebook).name), []).append(entry)
 
     def file(self, student: str, notebook: str, entries: list[_Entry]) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader import batch as batch_mod
+from grader.one_student import Outcome
 
 
 def cell_scores(course: Path, assignment: str, student: str) -> dict[str, float | None]:
@@ -30,7 +30,7 @@ def cell_scores(course: Path, assignment: str, student: str) -> dict[str, float 
         }
 
 
-def unlike_the_rest(course: Path, assignment: str, outcomes: list[batch_mod.Outcome]) -> list[dict]:
+def unlike_the_rest(course: Path, assignment: str, outcomes: list[Outcome]) -> list[dict]:
     """The notebooks of one kind whose score is not the kind's most common one.
 
     Every notebook of a kind is the same answer, so any score unlike the

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader import box as boxes
-from grader import sandbox
+from grader import sandbox, sandbox_environment
 from grader.flags import FLAGS_ENV
+from grader.grade_record import notebook_digests
 from grader.processes import kill_user_processes
 from grader.safe_files import copy_tree
 from grader.screen import screen_submission
@@ -65,6 +66,9 @@ class Outcome:
     phases: dict[str, float] = field(default_factory=dict)
     #: when its grading started, in seconds from the start of the run (set by grader.batch)
     started_seconds: float = 0.0
+    #: sha256 of each submitted notebook, as graded (grader.grade_record): which version
+    #: of the submission this grade belongs to
+    submitted_sha256: dict[str, str] = field(default_factory=dict)
 
 
 def traversable(path: Path) -> None:
@@ -73,7 +77,7 @@ def traversable(path: Path) -> None:
 
 
 def student_copy(
-    batch: Batch, student: str, template: Path, uid: int | None
+    batch: Batch, student: str, template: Path, uid: int | None, submitted: Path | None = None
 ) -> tuple[Path, list[str]]:
     """A course folder for one student: config, gradebook copy, sources, their submission.
 
@@ -98,7 +102,7 @@ def student_copy(
     )
     (root / "submitted" / student).mkdir(parents=True)
     left_out = copy_tree(
-        batch.course / "submitted" / student / batch.assignment,
+        submitted or batch.course / "submitted" / student / batch.assignment,
         root / "submitted" / student / batch.assignment,
     )
     for private in ("solutions", "submitted"):
@@ -138,7 +142,7 @@ def _forkserver(threads: int) -> multiprocessing.context.BaseContext:
     there, and a hidden test's reference computation with one thread per core
     of the machine, in sixteen grading processes at once, spins more than it works.
     """
-    os.environ.update(dict.fromkeys(sandbox.THREAD_VARIABLES, str(threads)))
+    os.environ.update(dict.fromkeys(sandbox_environment.THREAD_VARIABLES, str(threads)))
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["grader.autograde_one"])
     return context
@@ -165,6 +169,9 @@ _FAILURES = (
 
 def failure_reason(log: str) -> str:
     """One line that says why nbgrader could not grade a notebook, from its log."""
+    machinery = re.findall(r"GradingMachineryError: (.+)", log)
+    if machinery:  # the grader's failure, not the notebook's: its own sentence says which
+        return "the grading machinery failed (graded again, not scored): " + machinery[-1][:200]
     for marker, meaning in _FAILURES:
         if marker in log:
             return meaning
@@ -203,20 +210,24 @@ def grade_student(
     template: Path,
     uid: int | None,
     stop: threading.Event | None = None,
+    submitted: Path | None = None,
 ) -> Outcome:
     """Check, then autograde one student in their own copy; never raises.
 
     When *stop* is set while the notebook is graded, it is ended as at the
     wall-time limit (its process group, its sandbox user's processes, its
-    box and cgroup) and comes back ``stopped``.
+    box and cgroup) and comes back ``stopped``. *submitted*: the folder graded
+    as the student's hand-in (default: theirs in the course's ``submitted/``).
     """
     started = time.monotonic()
     outcome = Outcome(student)
-    if not (batch.course / "submitted" / student / batch.assignment).is_dir():
+    submitted = submitted or batch.course / "submitted" / student / batch.assignment
+    if not submitted.is_dir():
         outcome.status = "no submission"
         return outcome
     try:
-        root, outcome.flags = student_copy(batch, student, template, uid)
+        root, outcome.flags = student_copy(batch, student, template, uid, submitted)
+        outcome.submitted_sha256 = notebook_digests(root / "submitted" / student / batch.assignment)
         outcome.flags += screen_submission(
             root / "submitted" / student / batch.assignment, batch.assignment, template, repair=True
         )
@@ -226,7 +237,7 @@ def grade_student(
         env[FLAGS_ENV] = str(root / "flags.jsonl")
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         # the grading process and its simulator: the notebooks' share of the cores, too
-        env |= dict.fromkeys(sandbox.THREAD_VARIABLES, str(batch.threads))
+        env |= dict.fromkeys(sandbox_environment.THREAD_VARIABLES, str(batch.threads))
         from grader import autograde_one  # nbgrader's imports: only when grading
 
         proc = _forkserver(batch.threads).Process(

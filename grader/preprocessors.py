@@ -11,10 +11,11 @@ cannot:
   failures still cost the cell its points, as when the student validated;
 * the hidden tests run in this process (:func:`grader.verdicts.hidden_tests.judge`):
   they ask the kernel to run the student's functions on their inputs and get
-  plain data back, and run the student's kernels in the grader's own CUDA
-  simulator; a failed hidden test adds an error output with the course's own
-  sentence. So the hidden tests' source and the course secret never enter the
-  kernel, and the verdict is decided where student code cannot reach;
+  plain data back, and run the student's kernels in a CUDA simulator that the
+  grader starts in the notebook's sandbox (:mod:`grader.verdicts.kernel_runner`);
+  a failed hidden test adds an error output with the course's own sentence.
+  So the hidden tests' source and the course secret never enter the kernel,
+  and the verdict is decided where student code cannot reach;
 * a hidden test the grader could not apply (say, a "kernel" that is not one)
   gets an error output named :data:`INTEGRITY_ERROR`;
   :class:`SaveAutoGradesWithFlags` then marks the cell for manual grading;
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_client.kernelspec import KernelSpecManager
-from nbclient.util import run_sync
+from nbclient.util import ensure_async, run_sync
 from nbformat import NotebookNode
 from nbgrader import utils
 from nbgrader.preprocessors import Execute, SaveAutoGrades
@@ -53,6 +54,7 @@ from grader import box as boxes
 from grader import cell_budgets
 from grader.flags import record_flag
 from grader.sandbox import Policy
+from grader.verdicts.api import MachineryFailure
 from grader.verdicts.context import Submission
 from grader.verdicts.hidden_tests import Verdict, judge, split_hidden
 from grader.verdicts.kernel_runner import KernelRunner
@@ -61,9 +63,21 @@ INTEGRITY_ERROR = "GradingIntegrityError"
 HIDDEN_TEST_FAILURE = "GradingFailure"
 STDERR_LABEL = "[stderr, not counted as an error] "
 
+#: The answer to a call into the student's code that ran past its cell's limit.
+_TIMED_OUT = "TimeoutError: your code did not finish in time"
+
 # Evaluated by IPython in the student's namespace, outside every input transformer;
 # what it returns is only ever read as data (demos.grading.wire).
 _SERVE = "__import__('demos.grading.serve', fromlist=['handle']).handle({request!r})"
+
+
+class GradingMachineryError(RuntimeError):
+    """A hidden test could not be decided because the grading machinery failed.
+
+    Raised out of the notebook's execution, so nbgrader fails the notebook and
+    :mod:`grader.one_student` reports it ``failed`` with this reason (and in
+    the command that grades it again): a grader's failure never becomes a score.
+    """
 
 
 def is_autograder_test(cell: NotebookNode) -> bool:
@@ -176,19 +190,24 @@ class GuardedExecute(Execute):
         )
         for left_out in self._box.left_out:
             record_flag("files", left_out)
+        self._runner.place(self._box.runner_command())
+        if self._runs_kernels:
+            self._runner.start()  # its imports overlap with the notebook's kernel starting
         self.kernel_name = boxes.KERNEL_NAME
         km = super().create_kernel_manager()
         km.kernel_spec_manager = KernelSpecManager(kernel_dirs=self._box.kernel_dirs)
-        # Unix sockets in the runtime folder: the kernel has no network.
+        # Unix sockets in the box's socket folder: the kernel has no network.
         km.transport = "ipc"
-        km.ip = str(self._box.runtime / "kernel")
+        km.ip = str(self._box.sockets / "kernel")
         km.connection_file = str(self._box.runtime / "kernel.json")
         return km
 
     def _preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
+        # The student's kernels, if any, run in the notebook's sandbox (placed with its box).
         self._runner = self._stack.enter_context(KernelRunner())
-        if any("cuda.jit" in cell.source for cell in nb.cells if cell.cell_type == "code"):
-            self._runner.start()  # the student's kernels will be run: start while the kernel starts
+        self._runs_kernels = any(
+            "cuda.jit" in cell.source for cell in nb.cells if cell.cell_type == "code"
+        )
         self._hidden: dict[int, str] = {}
         originals: dict[int, str] = {}
         for index, cell in enumerate(nb.cells):
@@ -224,16 +243,21 @@ class GuardedExecute(Execute):
 
     async def _ask(self, request: dict) -> dict:
         """One request to the student's kernel (:mod:`demos.grading.serve`); its reply as data."""
+        if getattr(self, "_timed_out", False):  # this cell's time is up: no second wait
+            return {"error": _TIMED_OUT}
         expression = _SERVE.format(request=wire.dumps(request))
         try:
             msg_id = self.kc.execute(
                 "", silent=True, store_history=False, user_expressions={"r": expression}
             )
-            reply = await self.async_wait_for_reply(msg_id)
-        except Exception as error:  # noqa: BLE001  (a dead or stuck kernel is an answer too)
-            return {"error": f"{type(error).__name__}: the kernel stopped answering"}
+            reply = await self._reply_within(msg_id, getattr(self, "_call_budget", 0.0))
+        except Exception as error:  # noqa: BLE001  (a dead kernel decides nothing)
+            raise MachineryFailure(
+                f"the kernel stopped answering a hidden test ({type(error).__name__})"
+            ) from error
         if reply is None:
-            return {"error": "TimeoutError: your code did not finish in time"}
+            self._timed_out = True
+            return {"error": _TIMED_OUT}
         result = reply.get("content", {}).get("user_expressions", {}).get("r", {})
         if result.get("status") != "ok":
             return {"error": "RuntimeError: the kernel could not run your code"}
@@ -247,6 +271,22 @@ class GuardedExecute(Execute):
             if isinstance(answer, dict)
             else {"error": "RuntimeError: the kernel's answer is not data"}
         )
+
+    async def _reply_within(self, msg_id: str, seconds: float) -> dict | None:
+        """The reply to *msg_id*, or None (the kernel interrupted) after *seconds* (0: nbclient's).
+
+        A hidden test calls the student's code with the time its cell may take
+        (:mod:`grader.cell_budgets`), not nbclient's 60 s per call: a function
+        that never returns costs the notebook one cell's limit.
+        """
+        if not seconds:
+            return await self.async_wait_for_reply(msg_id)
+        try:
+            return await asyncio.wait_for(self.async_wait_for_reply(msg_id), seconds)
+        except TimeoutError:
+            if self.interrupt_on_timeout:
+                await ensure_async(self.km.interrupt_kernel())
+            return None
 
     async def async_start_new_kernel_client(self) -> Any:
         try:
@@ -264,16 +304,33 @@ class GuardedExecute(Execute):
         self._seconds["cells"] += decided - started
         if hidden is not None:
             self._loop = asyncio.get_running_loop()
+            # each call into the student's code may take as long as the cell may, once
+            self._call_budget, self._timed_out = float(self._get_timeout(cell) or 0), False
             grade_id = cell.metadata["nbgrader"].get("grade_id", str(cell_index))
             decide = functools.partial(judge, hidden, grade_id, self._submission(cell_index))
             verdict = await self._loop.run_in_executor(None, decide)
             self._seconds["hidden"] += time.monotonic() - decided
+            if verdict.machinery:
+                # not a score: the notebook fails, with this reason (grader.one_student)
+                raise GradingMachineryError(
+                    f"hidden tests of {grade_id} not decided: {verdict.machinery}"
+                )
             if not verdict.passed:
                 cell.outputs.append(verdict_output(verdict))
             if verdict.flag:
                 self.log.warning("Flagged in cell %s: %s", grade_id, verdict.flag)
                 record_flag(grade_id, verdict.flag)
         return cell
+
+    async def _async_handle_timeout(
+        self, timeout: int, cell: NotebookNode | None = None
+    ) -> dict[str, Any] | None:
+        """nbgrader's timeout error, with a message that says what happened (its own is empty)."""
+        reply = await super()._async_handle_timeout(timeout, cell)
+        if reply is not None:
+            text = f"the cell did not finish in {timeout:g} s (its time limit)"
+            reply["content"].update(evalue=text, traceback=[f"CellTimeoutError: {text}"])
+        return reply
 
     # nbclient binds the synchronous wrappers to its own coroutines: bind them to ours.
     execute_cell = run_sync(async_execute_cell)

@@ -82,7 +82,11 @@ def _lock_folder() -> Path:
 
 @contextlib.contextmanager
 def claim_uids(count: int) -> Iterator[list[int]]:
-    """*count* sandbox user ids no other grading run on this machine holds, until the block ends."""
+    """*count* sandbox user ids no other grading run on this machine holds, until the block ends.
+
+    An id whose lock is free but which still has processes (left by a run that
+    was killed) is skipped, not reused.
+    """
     folder = _lock_folder()
     held: list[tuple[int, int]] = []
     try:
@@ -93,6 +97,11 @@ def claim_uids(count: int) -> Iterator[list[int]]:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
+                os.close(fd)
+                continue
+            if processes_of(uid):
+                # free lock, live processes: a killed run's leftovers, whose own clean-up
+                # would kill this run's kernels. Never share the id; take the next one.
                 os.close(fd)
                 continue
             held.append((uid, fd))

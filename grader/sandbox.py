@@ -100,6 +100,8 @@ class Policy:
     tmpdir: str = ""
     #: The notebook's memory cgroup (:mod:`grader.cgroups`), empty where there is none.
     cgroup: str = ""
+    #: The folder of the kernel's Unix sockets (one of :attr:`writable`); empty: the runtime's.
+    sockets: str = ""
     readonly: list[str] = field(default_factory=list)
     writable: list[str] = field(default_factory=list)
 
@@ -243,74 +245,34 @@ def environment_warnings() -> list[str]:
     ]
 
 
-#: The thread pools of NumPy's BLAS, OpenMP, Numba and TensorFlow, each sized to
-#: every core of the machine unless told otherwise.
-THREAD_VARIABLES = (
-    "OMP_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "NUMBA_NUM_THREADS",
-    "TF_NUM_INTRAOP_THREADS",
-    "TF_NUM_INTEROP_THREADS",
-)
-
-
-#: What a kernel that must not see the GPUs starts with (CUDA's and JAX's own switches).
-NO_GPU_ENVIRONMENT = {"CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu"}
-
-
-#: Where in a kernel's HOME the compilers' caches are (grader.cell_budgets seeds them).
-COMPILED_KERNELS = ".cache/compiled-kernels"
-
-
-def compiled_kernels_environment(folder: str) -> dict[str, str]:
-    """The variables that make CuPy and JAX keep the kernels they compile in *folder*.
-
-    JAX keeps every compiled program, however quick to compile or small (its
-    defaults keep only those over a second), so that a notebook finds the
-    solution's.
-    """
-    return {
-        "CUPY_CACHE_DIR": f"{folder}/cupy",
-        "JAX_COMPILATION_CACHE_DIR": f"{folder}/jax",
-        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
-    }
-
-
-def kernel_environment(policy: Policy) -> dict[str, str]:
-    """Variables the kernel starts with: its share of the cores, its HOME and, maybe, no GPU.
-
-    Sixteen notebooks graded at once on sixteen cores, each with libraries that
-    start a thread per core, would run 256 busy threads; a share each keeps the
-    machine at one thread per core. A kernel without the GPU is told so in the
-    variables CUDA, JAX and TensorFlow read, so that none of them tries to start one.
-    A HOME of its own matters under its own user id: the grader's HOME is not
-    writable there, and CuPy stops with a PermissionError when it cannot store
-    a kernel it compiled; a HOME shared by students would let one plant
-    compiled kernels for the next. The compilers' caches are in that HOME.
-    """
-    env = {"HOME": policy.home} if policy.home else {}
-    if policy.home:
-        env |= compiled_kernels_environment(f"{policy.home}/{COMPILED_KERNELS}")
-    if policy.tmpdir and not in_bubblewrap(policy.level):
-        env["TMPDIR"] = policy.tmpdir
-    if policy.threads > 0:
-        env |= dict.fromkeys(THREAD_VARIABLES, str(policy.threads))
-        if policy.threads == 1:
-            env["XLA_FLAGS"] = " ".join(
-                filter(
-                    None,
-                    [
-                        os.environ.get("XLA_FLAGS", ""),
-                        "--xla_cpu_multi_thread_eigen=false",
-                        "intra_op_parallelism_threads=1",
-                    ],
-                )
-            )
-    if not policy.gpu:
-        env |= NO_GPU_ENVIRONMENT
-    return env
+def _confined(
+    policy: Policy, program: list[str], workdir: str | None, devices: list[str]
+) -> list[str]:
+    """*program* wrapped in the sandbox *policy* describes (bubblewrap, its user id, or neither)."""
+    drop = []
+    if policy.uid is not None and own_user(policy.level):
+        drop = [
+            "setpriv",
+            f"--reuid={policy.uid}",
+            f"--regid={policy.uid}",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ]
+    if policy.level == "bwrap+uid":  # bwrap as root builds the box, then we drop to the uid
+        return [
+            shutil.which("bwrap") or "bwrap",
+            *bwrap.arguments(policy, workdir, devices),
+            *drop,
+            *program,
+        ]
+    if policy.level == "bwrap":
+        return [
+            shutil.which("bwrap") or "bwrap",
+            "--unshare-user",
+            *bwrap.arguments(policy, workdir, devices),
+            *program,
+        ]
+    return drop + program
 
 
 def kernel_command(policy: Policy, connection_file: str, workdir: str) -> list[str]:
@@ -327,30 +289,16 @@ def kernel_command(policy: Policy, connection_file: str, workdir: str) -> list[s
     devices = []
     if policy.gpu:
         devices = sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri"))
-    drop = []
-    if policy.uid is not None and own_user(policy.level):
-        drop = [
-            "setpriv",
-            f"--reuid={policy.uid}",
-            f"--regid={policy.uid}",
-            "--clear-groups",
-            "--inh-caps=-all",
-        ]
-    if policy.level == "bwrap+uid":  # bwrap as root builds the box, then we drop to the uid
-        return [
-            shutil.which("bwrap") or "bwrap",
-            *bwrap.arguments(policy, workdir, devices),
-            *drop,
-            *kernel,
-        ]
-    if policy.level == "bwrap":
-        return [
-            shutil.which("bwrap") or "bwrap",
-            "--unshare-user",
-            *bwrap.arguments(policy, workdir, devices),
-            *kernel,
-        ]
-    return drop + kernel
+    return _confined(policy, kernel, workdir, devices)
+
+
+def runner_command(policy: Policy) -> list[str]:
+    """The command that starts the kernel runner (:mod:`demos.grading.kernel_host`) sandboxed.
+
+    Its own bubblewrap, beside the notebook's: the same user id and limits, no
+    GPU, no folder of the notebook's and nothing writable but its own ``/tmp``.
+    """
+    return _confined(policy, [sys.executable, "-m", "demos.grading.kernel_host"], None, [])
 
 
 def install_kernelspec(folder: Path, policy_file: Path) -> str:

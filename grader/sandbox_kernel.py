@@ -1,10 +1,20 @@
-"""Kernel launcher of the ``grader-sandbox`` kernelspec: limits, then the sandbox, then ipykernel.
+"""Launcher of what runs student code: limits, then the sandbox, then the program.
 
-Before it becomes the kernel it forks the memory watcher (:mod:`grader.memory_watch`),
-then joins the notebook's memory cgroup (when :mod:`grader.box` made one), so
-the watcher is not counted in it.
+Two programs, each in the sandbox of one notebook:
 
-Usage (from kernel.json): ``python -m grader.sandbox_kernel POLICY.json CONNECTION_FILE``.
+* the kernel of the ``grader-sandbox`` kernelspec (from kernel.json:
+  ``python -m grader.sandbox_kernel POLICY.json CONNECTION_FILE``). Before it
+  becomes the kernel it forks the memory watcher (:mod:`grader.memory_watch`),
+  then joins the notebook's memory cgroup (when :mod:`grader.box` made one),
+  so the watcher is not counted in it;
+* the kernel runner, :mod:`demos.grading.kernel_host`, which runs the
+  student's CUDA kernels in the simulator for the hidden tests
+  (``python -m grader.sandbox_kernel --runner POLICY.json``): the notebook's
+  cgroup and limits, an address-space limit of the same size (it needs no
+  GPU), and room for a simulated block's threads.
+
+Both start with an allow-list of the grader's environment
+(:func:`grader.sandbox_environment.kept_environment`), never the rest of it.
 """
 
 from __future__ import annotations
@@ -16,8 +26,12 @@ import sys
 from grader import cgroups
 from grader.flags import record_flag
 from grader.memory_watch import data_backstop, start_watcher
-from grader.sandbox import Policy, in_bubblewrap, kernel_command, kernel_environment
-from grader.verdicts import SECRET_VARIABLE
+from grader.sandbox import Policy, in_bubblewrap, kernel_command, runner_command
+from grader.sandbox_environment import kept_environment, kernel_environment
+
+#: Threads the kernel runner may start besides the notebook's processes: a simulated
+#: block of 1,024 threads runs one thread each.
+RUNNER_THREADS = 1024 + 64
 
 
 def _report(kind: str, used: int) -> None:
@@ -38,7 +52,34 @@ def apply_limits(policy: Policy) -> None:
         resource.setrlimit(limit, (value, value))
 
 
+def _clean_environment(policy: Policy, extra: dict[str, str]) -> None:
+    """Replace this process's environment by the allow-list, the policy's and *extra*."""
+    kept = kept_environment(os.environ)
+    os.environ.clear()
+    os.environ.update(kept | kernel_environment(policy) | extra)
+
+
+def start_runner(policy: Policy) -> None:
+    """Become the notebook's kernel runner, in its own sandbox (see the module docstring)."""
+    command = runner_command(policy)
+    _clean_environment(policy, {"NUMBA_ENABLE_CUDASIM": "1", "PYTHONWARNINGS": "ignore"})
+    if policy.cgroup:
+        cgroups.join(policy.cgroup, os.getpid())
+    for limit, value in (
+        (resource.RLIMIT_AS, policy.memory_bytes),
+        (resource.RLIMIT_CPU, policy.cpu_seconds),
+        (resource.RLIMIT_NPROC, policy.processes + RUNNER_THREADS),
+        (resource.RLIMIT_FSIZE, policy.disk_bytes),
+        (resource.RLIMIT_CORE, 0),
+    ):
+        resource.setrlimit(limit, (value, value))
+    os.execvp(command[0], command)
+
+
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["--runner"]:
+        start_runner(Policy.load(argv[1]))
+        return
     policy_file, connection_file = argv
     policy = Policy.load(policy_file)
     if policy.uid is not None and os.geteuid() == 0:
@@ -49,14 +90,12 @@ def main(argv: list[str]) -> None:
     command = kernel_command(policy, connection_file, os.getcwd())
     if policy.workdir and not in_bubblewrap(policy.level):
         os.chdir(policy.workdir)
-    # The kernel cannot see nbgrader's process id from its own process tree; the
-    # sandbox ends the kernel when nbgrader goes instead.
-    os.environ.pop("JPY_PARENT_PID", None)
-    # The secret that seeds the hidden inputs is the grader's alone: hidden tests
-    # run in the grader's process (grader.verdicts), never in the kernel.
-    os.environ.pop(SECRET_VARIABLE, None)
-    os.environ.update(kernel_environment(policy))
+    # The watcher is the grader's: it keeps the grader's variables (where flags go).
     start_watcher(policy, _report)
+    # The kernel gets neither nbgrader's process id, nor the course secret (hidden
+    # tests run in the grader's process, grader.verdicts), nor anything else of
+    # the instructor's shell: only the allow-list.
+    _clean_environment(policy, {})
     if policy.cgroup:
         cgroups.join(policy.cgroup, os.getpid())
     apply_limits(policy)

@@ -20,6 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from grader import batch as batch_mod
+from grader.grade_record import write_results
 from grader.processes import claim_uids
 from grader.sandbox import own_user
 
@@ -109,5 +110,5 @@ def run_slurm(
                 outcome.status = "failed"
                 outcome.flags.append(f"merge: {type(error).__name__}: {error}")
         outcomes.append(outcome)
-    (run.work / "summary.json").write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
+    write_results(run.work, run.course, run.assignment, outcomes)  # whole, with the record
     return outcomes

@@ -8,9 +8,12 @@ own deadline only set a :class:`Stop` event; :func:`grader.batch.run_classes`
 then starts no more notebooks, ends and cleans up those in flight, and hands
 back the finished ones, which the benchmark writes as a partial result.
 
-The handlers are the benchmark's alone: they are installed by its ``main`` for
-the run and the previous ones are put back afterwards (``python -m grader
-autograde`` keeps Python's own, and a Ctrl-C there stops it as before).
+``python -m grader autograde`` runs inside it too (with *speaker*
+``grader``): a Ctrl-C or SIGTERM there stops new notebooks, ends those in
+flight, merges the finished ones and prints the table and the command that
+grades the rest (:mod:`grader.autograde`, exit status 130 or 143).
+The handlers are installed for the run only; the previous ones are put back
+afterwards.
 """
 
 from __future__ import annotations
@@ -41,13 +44,19 @@ class Stop(threading.Event):
             self.set()
 
 
-def _say(text: str) -> None:
+#: The exit status of a run stopped by each signal (the shell's 128 + signal number).
+EXIT_STATUS = {"SIGINT": 128 + signal.SIGINT, "SIGTERM": 128 + signal.SIGTERM}
+
+
+def _say(speaker: str, text: str) -> None:
     # os.write, not print: a signal handler may run while the main thread is inside print
-    os.write(2, f"\ngrader bench: {text}\n".encode())
+    os.write(2, f"\n{speaker}: {text}\n".encode())
 
 
 @contextlib.contextmanager
-def stopping(deadline: float | None = None) -> Iterator[Stop]:
+def stopping(
+    deadline: float | None = None, speaker: str = "grader bench", then: str = "writing"
+) -> Iterator[Stop]:
     """A :class:`Stop` set by SIGTERM, SIGINT or after *deadline* seconds, for the block.
 
     The previous handlers are restored and the deadline's timer cancelled when
@@ -58,11 +67,14 @@ def stopping(deadline: float | None = None) -> Iterator[Stop]:
     def on_signal(signum: int, _frame: object) -> None:
         name = signal.Signals(signum).name
         if not stop.is_set():
-            _say(f"{name}: no more notebooks start; ending those in flight, then writing")
+            _say(speaker, f"{name}: no more notebooks start; ending those in flight, then {then}")
         stop.request(name)
 
     def on_deadline() -> None:
-        _say(f"the deadline of {deadline:g} s passed: ending the notebooks in flight, then writing")
+        _say(
+            speaker,
+            f"the deadline of {deadline:g} s passed: ending the notebooks in flight, then {then}",
+        )
         stop.request("deadline")
 
     previous = {sig: signal.getsignal(sig) for sig in SIGNALS}

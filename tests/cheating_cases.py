@@ -8,7 +8,13 @@ thread should compute one entry, a stencil updated in place, collecting
 results from one device before the next has its work, patching
 ``np.testing.assert_allclose`` (with an empty kernel), an IPython input
 transformer that disables the checks, printing to stderr or printing hidden
-inputs. Every case must get what a fair grader gives, the same on a
+inputs, and (:data:`FORGING_CASES`) submissions that could forge what the kernel reports
+of how they worked: an ``__import__`` of their own answering the grader's
+requests, the counting module's private counter, ``globals()``,
+``sys.modules``, a hook in ``builtins``. Those are refused by the grader's
+source gate and flagged for a human (:data:`FLAGGED`); NumPy on the host
+beside throw-away device operations is caught by the profiling test itself.
+Every case must get what a fair grader gives, the same on a
 CPU grader as on a GPU one (the checks run the same way on both), and no
 feedback may show hidden inputs. All cases run in one nbgrader batch, under
 a course secret, to keep this quick: the module-scoped ``batch`` fixture of
@@ -137,6 +143,144 @@ CASES = [
         8,
     ),
 ]
+# Submissions that could forge what the kernel reports of *how* they worked (launches, course
+# and forbidden calls, the counting module's syncs): the grader's source gate
+# (grader/verdicts/source_gate.py) refuses them, and every test cell after the refused cell
+# scores 0 with a GradingIntegrityError, so a human grades it (see FLAGGED).
+_HOST_DIFFUSE = (
+    "def diffuse(u, r, steps, threads_per_block=32):\n"
+    "    u = np.array(u, dtype=float)\n"
+    "    for _ in range(steps):\n"
+    "        left, right = np.r_[u[:1], u[:-1]], np.r_[u[1:], u[-1:]]\n"
+    "        u = u + r * (left - 2 * u + right)\n"
+    "    return u\n"
+)
+_IMPORT_HOOK = (  # answers the grader's requests itself: a launch it never made, no course calls
+    "from demos.grading import wire\n"
+    "_real_import = __builtins__.__import__\n"
+    "def __import__(name, *args, **kwargs):\n"
+    "    module = _real_import(name, *args, **kwargs)\n"
+    "    if name != 'demos.grading.serve':\n"
+    "        return module\n"
+    "    class Forged:\n"
+    "        @staticmethod\n"
+    "        def handle(text):\n"
+    "            reply = wire.loads(module.handle(text))\n"
+    "            if isinstance(reply, dict) and isinstance(reply.get('seen'), dict):\n"
+    "                reply['seen']['launches'] = [['heat_step', [8, 1, 1], [32, 1, 1]]]\n"
+    "                reply['seen']['course_calls'] = []\n"
+    "                reply['seen']['forbidden_calls'] = []\n"
+    "            return wire.dumps(reply)\n"
+    "    return Forged\n"
+)
+_SYNCING_LOOP = (
+    "def fast_monitor(xp, windows, threshold):\n"
+    "    alarms, loudest, loudest_window = 0, 0.0, -1\n"
+    "    for k, window in enumerate(windows):\n"
+    "        x = xp.asarray(window)\n"
+    "        level = xp.sqrt((x * x).mean(axis=1)).max()\n"
+    "        if level > threshold:\n"
+    "            alarms += 1\n"
+    "            if float(level) > loudest:\n"
+    "                loudest, loudest_window = float(level), k\n"
+)
+FORGING_CASES = [
+    # simt: the hook and the host diffuse come in the last answer cell: the first two parts are
+    # the student's own work and keep their points (2 + 4), the last one goes to a human
+    ("simt-import-hook", "simt", {"simt-launch": _IMPORT_HOOK + _HOST_DIFFUSE}, 6),
+    (  # the live counter, through private attributes named backwards
+        "prof-private-counter",
+        "profiling",
+        {
+            "prof-fast": _SYNCING_LOOP
+            + "    live = getattr(getattr(xp, 'eludom_'[::-1], xp), 'retnuoc_'[::-1])\n"
+            "    live.transfers.clear()\n"
+            "    return alarms, loudest, loudest_window\n"
+        },
+        0,
+    ),
+    (  # the given slow pipeline under a name the source check does not see
+        "prof-globals-slow",
+        "profiling",
+        {
+            "prof-fast": (
+                "def fast_monitor(xp, windows, threshold):\n"
+                "    return globals()['slow' + '_monitor'](xp, windows, threshold)\n"
+            )
+        },
+        0,
+    ),
+    (  # the answering module swapped through sys.modules
+        "prof-sys-modules",
+        "profiling",
+        {
+            "prof-fast": "import sys\n"
+            "_serve = sys.modules['demos.grading.serve']\n"
+            "_serve.MAKERS['counting_module'] = lambda made, spec: __import__('numpy')\n"
+            + _SYNCING_LOOP
+            + "    return alarms, loudest, loudest_window\n"
+        },
+        0,
+    ),
+    (  # a forbidden split, its record erased by a hook installed in builtins
+        "multi-builtins-hook",
+        "multigpu",
+        {
+            "multi-split": "import builtins\n"
+            "builtins.__import__ = __import__\n"
+            "def weighted_split(array, speeds):\n"
+            "    total = sum(speeds)\n"
+            "    cuts = [len(array) * sum(speeds[:k + 1]) // total\n"
+            "            for k in range(len(speeds) - 1)]\n"
+            "    return np.split(array, cuts)\n"
+        },
+        0,
+    ),
+]
+#: Forging cases' cells that must carry the grader's integrity error (flagged for a human).
+FLAGGED = {
+    "simt-import-hook": {"simt-test-launch-size"},
+    "prof-private-counter": {
+        "prof-test-values",
+        "prof-test-syncs",
+        "prof-test-peak",
+        "prof-test-predict",
+    },
+    "multi-builtins-hook": {"multi-test-split", "multi-test-smooth", "multi-test-moments"},
+    "numba-patched-assert": {"numba-test-kernel", "numba-test-launch"},
+    "simt-disables-checks": {
+        "simt-test-reader-blocks",
+        "simt-test-kernel",
+        "simt-test-launch-size",
+    },
+}
+FLAGGED["prof-globals-slow"] = FLAGGED["prof-sys-modules"] = FLAGGED["prof-private-counter"]
+CASES += [
+    *FORGING_CASES,
+    (  # NumPy on the host, three throw-away device operations per window to look busy:
+        # the windows' values are read on the host, so the syncs part fails (values 2, peak 2,
+        # timeline 2)
+        "prof-host-numpy",
+        "profiling",
+        {
+            "prof-fast": (
+                "def fast_monitor(xp, windows, threshold):\n"
+                "    alarms, loudest, loudest_window = 0, 0.0, -1\n"
+                "    for k, window in enumerate(windows):\n"
+                "        x = xp.asarray(window)\n"
+                "        x = (x + 0) * 1 - 0\n"
+                "        level = float(np.sqrt((np.asarray(window) ** 2).mean(axis=1)).max())\n"
+                "        if level > threshold:\n"
+                "            alarms += 1\n"
+                "            if level > loudest:\n"
+                "                loudest, loudest_window = level, k\n"
+                "    return alarms, loudest, loudest_window\n"
+            )
+        },
+        6,
+    ),
+]
+
 #: Each case's score cell by cell: the same table must hold on a CPU and on a GPU grader,
 #: so a grader with a GPU can neither move points between cells nor add any.
 CELL_SCORES = {
@@ -151,6 +295,22 @@ CELL_SCORES = {
     "cnn-course-code": {"cnn-test-params": 2, "cnn-test-structure": 0, "cnn-test-forward": 0},
     "cnn-chapter-model": {"cnn-test-params": 2, "cnn-test-structure": 0, "cnn-test-forward": 0},
     "cnn-bias-always": {"cnn-test-params": 0, "cnn-test-structure": 4, "cnn-test-forward": 4},
+    "simt-import-hook": {
+        "simt-test-reader-blocks": 2,
+        "simt-test-kernel": 4,
+        "simt-test-launch-size": 0,
+    },
+    "prof-host-numpy": {
+        "prof-test-values": 2,
+        "prof-test-syncs": 0,
+        "prof-test-peak": 2,
+        "prof-test-predict": 2,
+    },
+    **{
+        student: dict.fromkeys(FLAGGED[student], 0)
+        for student in ("prof-private-counter", "prof-globals-slow", "prof-sys-modules")
+    },
+    "multi-builtins-hook": dict.fromkeys(FLAGGED["multi-builtins-hook"], 0),
 }
 
 # A correct answer that writes to stderr: nbgrader scores a graded cell with

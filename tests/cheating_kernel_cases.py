@@ -105,7 +105,7 @@ KERNEL_CASES = [
                 "                   for l in lines])"
             )
         },
-        8,  # the transformer changes nothing the grader decides: reader_blocks (2) fails alone
+        0,  # get_ipython(): the grader's source gate refuses it, a human grades every part
     ),
     # Prints what it is given: the visible calls' arguments may show, hidden ones must not.
     (
@@ -113,8 +113,8 @@ KERNEL_CASES = [
         "simt",
         {
             "simt-reader-blocks": (
-                "import os\n"
-                "print('SECRET IN ENVIRONMENT:', 'COURSE_GRADING_SECRET' in os.environ)\n"
+                "environment = open('/proc/self/environ', 'rb').read()\n"
+                "print('SECRET IN ENVIRONMENT:', b'COURSE_GRADING_SECRET' in environment)\n"
                 "print('PROBE SEED:', grading.seed_for('probe'))\n"
                 "def reader_blocks(element, n, threads_per_block):\n"
                 "    print('ARGS:', element, n, threads_per_block)\n"
@@ -301,8 +301,8 @@ KERNEL_CELL_SCORES = {
     },
     "simt-disables-checks": {
         "simt-test-reader-blocks": 0,
-        "simt-test-kernel": 4,
-        "simt-test-launch-size": 4,
+        "simt-test-kernel": 0,
+        "simt-test-launch-size": 0,
     },
     "simt-prints-inputs": {
         "simt-test-reader-blocks": 0,

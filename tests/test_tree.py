@@ -30,6 +30,8 @@ ROOT_DATA = (
     "feedback/s1/simt/simt.html",
     "downloaded/simt/archive/s1_simt.ipynb",
     "grading/simt/summary.json",
+    "grading/simt.lock",
+    "grading/simt.grades.json",
     "bench-results/distance.json",
     "browser-screenshots/step.png",
     "gradebook.db",

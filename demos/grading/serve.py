@@ -16,7 +16,6 @@ see :data:`MAKERS`.
 from __future__ import annotations
 
 import contextlib
-import copy
 import functools
 import io
 from collections.abc import Callable
@@ -24,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from demos.grading import wire
+from demos.grading import sealed, wire
 
 #: Longest error text sent back (the grader shows only its own sentences anyway).
 _MAX_ERROR = 300
@@ -37,27 +36,6 @@ def _user_namespace() -> dict[str, Any]:
     if shell is None:
         raise RuntimeError("not running in a notebook kernel")
     return shell.user_ns
-
-
-class _SealedCounting:
-    """The counting module as the grader hands it over: ``xp.counter`` is a snapshot.
-
-    The student's function reads it as usual, but resetting or editing what it
-    gets changes nothing the grader reads afterwards.
-    """
-
-    def __init__(self, module: Any) -> None:
-        object.__setattr__(self, "_module", module)
-
-    @property
-    def counter(self) -> Any:
-        return copy.deepcopy(self._module._counter)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._module, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("the counting module is read-only")
 
 
 class _Made:
@@ -76,35 +54,20 @@ class _Made:
         from demos.grading.devices import devices
 
         made = devices(int(spec["count"]))
-
-        def report() -> dict:
-            events = [[kind, index] for kind, index in made[0].log.events] if made else []
-            # _to_host: copied without an entry in the log, which is the student's record
-            return {
-                "received": [[d._to_host(a) for a in d.received] for d in made],
-                "events": events,
-            }
-
-        self.reports.append(report)
+        self.reports.append(sealed.recording_devices(made))
         return made
 
     def counting_module(self, spec: dict) -> Any:
         from demos.profiling.sync_counter import counting_module
 
-        inner = counting_module()
-        counter = inner.counter  # the live one, kept here; the student's xp.counter is a copy
-        module = _SealedCounting(inner)
-
-        def report() -> dict:
-            return {
-                "syncs": counter.syncs,
-                "uploads": counter.uploads,
-                "operations": counter.operations,
-                "transfers": dict(counter.transfers),
-            }
-
-        self.reports.append(report)
+        module, read, self.guard = sealed.counting(counting_module())
+        self.reports.append(read)
         return module
+
+    def host_arrays(self, spec: dict) -> Any:
+        """Arrays only the counting module made before them in the request reads unnoticed."""
+        self.reports.append(lambda: None)
+        return [self.guard(array) for array in spec["arrays"]]
 
     def elementwise(self, spec: dict) -> Any:
         self.reports.append(lambda: None)
@@ -122,6 +85,7 @@ MAKERS = {
     "device_array": _Made.device_array,
     "devices": _Made.devices,
     "counting_module": _Made.counting_module,
+    "host_arrays": _Made.host_arrays,
     "elementwise": _Made.elementwise,
 }
 
@@ -230,6 +194,7 @@ def _call(request: dict) -> dict:
         ],
         "course_calls": list(seen.course_calls),
         "forbidden_calls": list(seen.forbidden_calls),
+        "profiler_removed": bool(seen.profiler_removed),
     }
     reply["calls"] = calls
     reply["made"] = [report() for report in made.reports]

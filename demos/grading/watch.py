@@ -180,6 +180,8 @@ def watch(forbidden: tuple[Callable, ...] = ()) -> Iterator[Watched]:
             watched.forbidden_calls.append(forbidden_codes[code])
         if _is_course_file(code.co_filename):
             watched.course_calls.append(f"{frame.f_globals.get('__name__')}.{code.co_name}")
+        if previous is not None:  # a watch inside a watch: the outer one sees everything too
+            previous(frame, event, arg)
 
     previous = sys.getprofile()
     with _record_launches(watched):

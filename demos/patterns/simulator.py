@@ -10,7 +10,10 @@ active (or for :func:`simulated`):
   (:mod:`demos.patterns.simwarp`);
 * every ``cuda.shared.array`` call gets its own buffer, also two calls on one
   line (the simulator told them apart by line and gave both the same), a fresh
-  one per block, filled with NaN or 0x5A5A as uninitialised memory might be;
+  one per block, filled with NaN or 0x5A5A as uninitialised memory might be (so is
+  every ``cuda.local.array``: a GPU's registers start with garbage, not zeros);
+* a thread that ends by anything it raised, ``SystemExit`` included, fails the
+  launch (the simulator itself passes over all but an ``Exception``);
 * :class:`AccessLog` counts each element read, plain write and atomic of the
   arrays it wraps, the barriers each thread reached, and every access to shared
   memory by thread and by barrier interval: two threads of a block that write
@@ -26,6 +29,7 @@ On a real GPU kernels run as compiled code; to count what a kernel does there,
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 import threading
 from collections import Counter
@@ -76,7 +80,7 @@ def simulated(kernel: Any) -> Any:
 
 
 def _poisoned(shape: Any, dtype: np.dtype) -> np.ndarray:
-    """A new shared array holding what uninitialised memory might: NaN, or 0x5A5A."""
+    """A new shared or local array holding what uninitialised memory might: NaN, or 0x5A5A."""
     buffer = np.empty(shape, dtype)
     buffer.fill(simwarp.undefined_like(buffer.dtype.type(0)))
     return buffer
@@ -98,6 +102,14 @@ def shared_buffer(shared: Any, shape: Any, dtype: Any, site: tuple) -> np.ndarra
         return store[site]
 
 
+def _local_array(self: Any, shape: Any, dtype: Any, alignment: Any = None) -> np.ndarray:
+    """A ``cuda.local.array`` as registers might start: NaN or 0x5A5A, not ``np.empty``'s zeros."""
+    kernelapi = _simulator_module()
+    if isinstance(dtype, kernelapi.types.Type):
+        dtype = kernelapi.numpy_support.as_dtype(dtype)
+    return _poisoned(shape, np.dtype(dtype))
+
+
 def _shared_array(self: Any, shape: Any, dtype: Any, alignment: Any = None) -> np.ndarray:
     if shape == 0 or alignment is not None:  # dynamic shared memory: the simulator's own
         return _original_shared(self, shape, dtype, alignment)
@@ -113,7 +125,26 @@ def _register_thread(self: Any, *args: Any, **kwargs: Any) -> None:
 
 
 def _run_thread(self: Any) -> None:
-    simwarp.run_thread(self, _original_thread_run)
+    simwarp.run_thread(self, _run_to_a_verdict)
+
+
+def _run_to_a_verdict(thread: Any) -> None:
+    """Run a simulated thread so that whatever it raises fails the launch.
+
+    The simulator keeps only an ``Exception`` for the launch to raise: a
+    ``SystemExit`` (or an error that its own handler trips over, as a NumPy
+    ``MemoryError`` for a huge local array does) would end the thread quietly
+    and the launch would look fine.
+    """
+    try:
+        _original_thread_run(thread)
+    except BaseException as error:  # noqa: BLE001  (every way out of a thread is a failure)
+        if thread.exception is None:
+            failure = RuntimeError(
+                f"tid={list(thread.threadIdx)} ctaid={list(thread.blockIdx)}: "
+                f"{type(error).__name__}: {error}"
+            )
+            thread.exception = (failure, None)
 
 
 _original_shared: Any = None
@@ -148,6 +179,7 @@ def enable_warp_shuffles(force: bool = False) -> bool:
         if _original_shared is None:
             _original_shared = kernelapi.FakeCUDAShared.array
             kernelapi.FakeCUDAShared.array = _shared_array
+            kernelapi.FakeCUDALocal.array = _local_array
             _original_thread_init = sim_kernel.BlockThread.__init__
             sim_kernel.BlockThread.__init__ = _register_thread
             _original_thread_run = sim_kernel.BlockThread.run
@@ -165,7 +197,12 @@ class AccessLog:
     shared memory (:meth:`racy_shared_writes` & co.) and :meth:`problems` (sentences).
     """
 
+    #: When True, every new log also keeps the byte address of each element access by warp
+    #: and kernel line in :attr:`requests` (read with :func:`simwarp.warp_requests`).
+    trace_addresses = False
+
     def __init__(self) -> None:
+        self.requests: dict[tuple, dict[int, int]] | None = {} if self.trace_addresses else None
         self.reads: Counter = Counter()
         self.writes: Counter = Counter()
         self.atomics: Counter = Counter()
@@ -180,19 +217,26 @@ class AccessLog:
 
     def wrap(self, array: np.ndarray, name: str) -> np.ndarray:
         """A view of *array* that reports every element access to this log under *name*."""
-        log = self
+        log, requests = self, self.requests
+        note = requests is not None and functools.partial(
+            simwarp.note_request, requests, self._lock
+        )
 
         class Counted(np.ndarray):
             def __getitem__(self, index):
                 if is_element(index) and not getattr(state, "atomic", False):
                     with log._lock:
                         log.reads[(name, key(index))] += 1
+                    if note:
+                        note("global read", name, self, index)
                 return super().__getitem__(index)
 
             def __setitem__(self, index, value):
                 if is_element(index) and not getattr(state, "atomic", False):
                     with log._lock:
                         log.writes[(name, key(index))] += 1
+                    if note:
+                        note("global write", name, self, index)
                 super().__setitem__(index, value)
 
         Counted.__name__ = f"Counted[{name}]"
@@ -235,7 +279,10 @@ class AccessLog:
         site = (caller.f_code, caller.f_lasti)
         buffer = shared_buffer(shared_self, shape, dtype, site)
         with self._lock:
-            return self.shared.view(buffer, site, caller)
+            view = self.shared.view(buffer, site, caller)
+        if self.requests is None:
+            return view
+        return simwarp.traced_shared(view, self.requests, self._lock)
 
     def _atomic(self, name: str, original: Any) -> Any:
         log = self

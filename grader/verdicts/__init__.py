@@ -3,8 +3,8 @@
 :mod:`.hidden_tests` runs a test cell's hidden part here; :mod:`.api` is what
 it is written with; :mod:`.proxies` stand in for the student's functions (run
 in their kernel, answering with plain data) and kernels (checked by
-:mod:`.kernel_source`, run by :mod:`.kernel_runner` in the grader's own
-simulator); :mod:`.originality` tells course code copied under other names.
+:mod:`.kernel_source`, run by :mod:`.kernel_runner` in a simulator sandboxed
+beside the notebook's kernel); :mod:`.originality` tells course code copied under other names.
 """
 
 #: The environment variable with the course secret that seeds the hidden inputs:

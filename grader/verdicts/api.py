@@ -5,10 +5,11 @@ A hidden test (the part of a test cell between ``### BEGIN HIDDEN TESTS`` and
 :mod:`.hidden_tests` with this module as ``grading``, NumPy as ``np``, and
 the student's functions and kernels as stand-ins (:mod:`.proxies`): calling a
 function runs it in the student's kernel and brings back plain data;
-launching a kernel runs the student's checked kernel in the grader's own
-simulator. Every comparison and count below therefore happens where student
-code cannot reach, and every failure message is a sentence written here or in
-the test (never a hidden input, an expected value or the test's source).
+launching a kernel runs the student's checked kernel in the grader's
+simulator, sandboxed beside the notebook (:mod:`.kernel_runner`). Every
+comparison and count below therefore happens where student code cannot
+reach, and every failure message is a sentence written here or in the test
+(never a hidden input, an expected value or the test's source).
 
 The names follow :mod:`demos.grading` (what the visible tests use in the
 notebook), so a hidden test reads like a visible one.
@@ -37,6 +38,7 @@ __all__ = [
     "GradingFailure",
     "GuardedOutput",
     "Launch",
+    "MachineryFailure",
     "SECRET_VARIABLE",
     "StudentError",
     "assert_close",
@@ -49,6 +51,7 @@ __all__ = [
     "mentions",
     "started_all_before_waiting",
     "hidden_test",
+    "host_arrays",
     "is_course_code",
     "is_device_array",
     "reference_distances",
@@ -64,6 +67,27 @@ class GradingFailure(AssertionError):
 
 class StudentError(Exception):
     """The student's code raised (or their kernel could not answer); the message is theirs."""
+
+
+class MachineryFailure(Exception):
+    """The grading machinery failed during a hidden test: no verdict on the student's code.
+
+    The kernel died or stopped answering (killed from outside, a crash), or the
+    grader's own process hit an operating-system error (a full disk, the
+    sandbox). Scoring that as the student's failure would cost a correct
+    answer its points, so :mod:`.hidden_tests` turns it into a failed
+    notebook (graded again later), never into a verdict.
+    """
+
+
+def is_machinery_error(error: BaseException) -> bool:
+    """Whether *error*, raised in the grader's process during a hidden test, is the grader's own.
+
+    The student's code never raises here (its errors come back as data,
+    :class:`StudentError`), so an operating-system error (a full disk, a
+    timeout of the grader's own calls) is the machinery's.
+    """
+    return isinstance(error, (MachineryFailure, OSError))
 
 
 def seed_for(test_name: str) -> int:
@@ -127,7 +151,7 @@ def hidden_test(name: str, what: str) -> Iterator[np.random.Generator]:
     """
     try:
         yield rng(name)
-    except GradingFailure:
+    except (GradingFailure, MachineryFailure):
         raise
     except StudentError as error:  # the student's own error: its type helps, its text may not
         kind = str(error).split(":", 1)[0].strip()[:40] or "an error"
@@ -135,6 +159,8 @@ def hidden_test(name: str, what: str) -> Iterator[np.random.Generator]:
             f"{what} fails for a hidden input ({kind}); test it on more cases"
         ) from None
     except Exception as error:
+        if is_machinery_error(error):
+            raise MachineryFailure(f"{type(error).__name__}: {error}") from error
         raise GradingFailure(
             f"{what} fails for a hidden input ({type(error).__name__}); test it on more cases"
         ) from None
@@ -164,6 +190,10 @@ def record_seen(watched: Watched, seen: dict) -> None:
             watched.launches.append(Launch("<unreadable>", (0, 0, 0), (0, 0, 0)))
     watched.course_calls += [str(c) for c in seen.get("course_calls", [])]
     watched.forbidden_calls += [str(c) for c in seen.get("forbidden_calls", [])]
+    if seen.get("profiler_removed") is True:  # blind: what it did not see may have run
+        watched.profiler_removed = True
+        watched.course_calls.append("the grader's watch was switched off")
+        watched.forbidden_calls.append("the grader's watch was switched off")
 
 
 # --- arguments built in the kernel ---------------------------------------------------------
@@ -180,6 +210,13 @@ def devices(count: int) -> Marker:
 def counting_module() -> Marker:
     """An argument that arrives as the counting module of :mod:`demos.profiling.sync_counter`."""
     return Marker({"$make": "counting_module"})
+
+
+def host_arrays(arrays: list) -> Marker:
+    """Arguments that arrive as host arrays whose values only the counting module's ``asarray``
+    reads unnoticed (its report's ``host_reads`` counts every other way): put the counting module
+    (:func:`counting_module`) before them in the call."""
+    return Marker({"$make": "host_arrays", "arrays": [np.asarray(a) for a in arrays]})
 
 
 def elementwise(name: str) -> Marker:

@@ -7,7 +7,10 @@ sends the kernel only the visible part (:func:`split_hidden`), then calls
 :mod:`.api` as ``grading`` and stand-ins (:mod:`.proxies`) for the names the
 student defined: its source never exists in the student's kernel, and nothing
 the student's code does there (hooks, patches, trace functions, exiting) can
-change what it concludes, only the data it is given.
+change what it concludes, only the data it is given. That data includes how
+the student's code worked (launches, calls, counters), recorded in the kernel:
+it is believed only of cells the source gate (:mod:`.source_gate`) lets
+through; any other source fails every hidden test after it, flagged for a human.
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from grader.verdicts import api
-from grader.verdicts.api import StudentError
+from grader.verdicts.api import MachineryFailure, StudentError, is_machinery_error
 from grader.verdicts.context import Submission
 from grader.verdicts.kernel_runner import KernelRunnerError
 from grader.verdicts.proxies import StudentFunction, StudentKernel
+from grader.verdicts.source_gate import first_refusal
 from grader.verdicts.student_source import defined_names, is_kernel_definition, literal_constants
 
 BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
@@ -38,6 +42,9 @@ class Verdict:
     passed: bool
     message: str = ""
     flag: str | None = None
+    #: Set when the grading machinery failed (the kernel died, an OS error here): then the
+    #: test decided nothing, and the notebook must fail and be graded again, never be scored.
+    machinery: str | None = None
 
 
 def split_hidden(source: str) -> tuple[str, str | None]:
@@ -101,9 +108,15 @@ def judge(code: str, grade_id: str, submission: Submission) -> Verdict:
         return Verdict(
             False, "the hidden tests of this cell do not compile", f"hidden tests: {error}"
         )
+    refusal = first_refusal(submission.student_sources)
+    if refusal is not None:  # what the kernel reports could be forged: a human decides
+        message = f"the grader cannot trust how your code got its answers ({refusal})"
+        return Verdict(False, message, "; ".join([*submission.flags, message]))
     with submission.as_current(), contextlib.redirect_stdout(io.StringIO()):
         try:
             exec(compiled, namespace(code, submission))  # noqa: S102  (the instructor's tests)
+        except MachineryFailure as failure:
+            return Verdict(False, "the grader failed", machinery=str(failure))
         except api.GradingFailure as failure:
             message = str(failure)
             flags = submission.flags + (
@@ -118,6 +131,10 @@ def judge(code: str, grade_id: str, submission: Submission) -> Verdict:
         except AssertionError as error:
             return Verdict(False, str(error) or "a hidden test failed")
         except Exception as error:  # noqa: BLE001  (an answer of an unexpected kind, e.g. not data)
+            if is_machinery_error(error):
+                return Verdict(
+                    False, "the grader failed", machinery=f"{type(error).__name__}: {error}"
+                )
             return Verdict(
                 False, f"a hidden test could not use your answer ({type(error).__name__})"
             )

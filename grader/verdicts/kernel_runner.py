@@ -1,34 +1,33 @@
-"""Run a student's checked kernels in Numba's CUDA simulator, in a process of the grader's own.
+"""Run a student's checked kernels in Numba's CUDA simulator, in the notebook's sandbox.
 
-Started by :class:`KernelRunner` (``python -m grader.verdicts.kernel_runner``);
-requests and replies are lines of :mod:`demos.grading.wire` text on stdin and
-stdout. Only kernels that :mod:`.kernel_source` accepted are ever executed
-here, with nothing in reach but their arrays, so what this process reports
-(results, canaries, every read, write, atomic and barrier) is the grader's
-own observation. The simulator is used on every grader, with or without a GPU:
-the same kernel gets the same verdict on a laptop and on a GPU node.
-
-Requests: ``define`` (the kernel's :meth:`KernelSource.as_plain`), ``launch``
-(grid, block and arguments: numbers, arrays, or ``{"$guarded": buffer,
-"pad": p}`` for an output surrounded by canaries), and ``report`` (one of the
-counted launches of :mod:`demos.patterns.reports`).
+:class:`KernelRunner` talks to :mod:`demos.grading.kernel_host`, which the
+notebook's box (:meth:`grader.box.Box.runner_command`) starts in a sandbox of
+its own: the notebook's user id, memory cgroup and limits, but its own
+process tree, no network and no writable folder. No student source is ever
+executed in the grader's own processes, even source that
+:mod:`.kernel_source` accepted. Requests and replies are lines of
+:mod:`demos.grading.wire` text on the runner's stdin and stdout.
 """
 
 from __future__ import annotations
 
-import os
 import selectors
 import subprocess
-import sys
 from typing import Any
 
-import numpy as np
-
 from demos.grading import wire
-from grader.verdicts import SECRET_VARIABLE
+from grader.verdicts.kernel_source import BUILTINS, EXCEPTIONS, TYPE_NAMES, KernelSource
 
 #: How long one request may take before the runner is stopped (seconds).
 REQUEST_TIMEOUT = 60.0
+
+#: The names a checked kernel may use (sent with each definition: the runner
+#: cannot import the checker, which lives with the grader).
+ALLOWED_NAMES = {
+    "builtins": sorted(BUILTINS),
+    "exceptions": sorted(EXCEPTIONS),
+    "types": sorted(TYPE_NAMES),
+}
 
 
 class KernelRunnerError(RuntimeError):
@@ -36,28 +35,42 @@ class KernelRunnerError(RuntimeError):
 
 
 class KernelRunner:
-    """A runner process for one notebook (started on first use, stopped by :meth:`close`)."""
+    """A runner process for one notebook, started in its sandbox on first use.
 
-    def __init__(self, timeout: float = REQUEST_TIMEOUT) -> None:
+    *command* starts :mod:`demos.grading.kernel_host` in the sandbox; it is
+    given by :meth:`place` once the notebook's box exists. Without one the
+    runner refuses to start: it never runs outside a sandbox.
+    """
+
+    def __init__(self, command: list[str] | None = None, timeout: float = REQUEST_TIMEOUT) -> None:
         self.timeout = timeout
+        self.command = command
         self._process: subprocess.Popen[str] | None = None
 
+    def place(self, command: list[str]) -> None:
+        """Run in the sandbox that *command* starts (a runner already started is stopped)."""
+        self.close()
+        self.command = command
+
     def _start(self) -> subprocess.Popen[str]:
-        env = {k: v for k, v in os.environ.items() if k != SECRET_VARIABLE}
-        env |= {"NUMBA_ENABLE_CUDASIM": "1", "PYTHONWARNINGS": "ignore"}
+        if not self.command:
+            raise KernelRunnerError("the kernel runner has no sandbox to run in")
         return subprocess.Popen(
-            [sys.executable, "-m", "grader.verdicts.kernel_runner"],
+            self.command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
-            env=env,
         )
 
     def start(self) -> None:
         """Start the process now (its imports then overlap with the notebook's kernel starting)."""
         if self._process is None or self._process.poll() is not None:
             self._process = self._start()
+
+    def define(self, source: KernelSource) -> dict:
+        """Define a checked kernel (and its device functions) in the runner."""
+        return self.request(op="define", source=source.as_plain(), allowed=ALLOWED_NAMES)
 
     def request(self, **request: Any) -> dict:
         """Send one request; its reply (``{"error": ...}`` when the kernel failed)."""
@@ -79,12 +92,17 @@ class KernelRunner:
         if not line:
             self.close()
             raise KernelRunnerError("the kernel runner stopped")
-        reply = wire.loads(line)
+        try:
+            reply = wire.loads(line)
+        except (wire.WireError, ValueError, TypeError, RecursionError, MemoryError):
+            reply = None
         if not isinstance(reply, dict):
+            self.close()
             raise KernelRunnerError("the kernel runner answered nonsense")
         return reply
 
     def close(self) -> None:
+        """Stop the runner (and, with it, its sandbox)."""
         if self._process is not None:
             self._process.kill()
             self._process.wait()
@@ -95,97 +113,3 @@ class KernelRunner:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-# --- the runner process ------------------------------------------------------------------
-def _namespace(constants: dict[str, Any]) -> dict[str, Any]:
-    import builtins as python_builtins
-    import math
-
-    import numba
-    from numba import cuda
-
-    from grader.verdicts.kernel_source import BUILTINS, EXCEPTIONS, TYPE_NAMES
-
-    builtins = {name: getattr(python_builtins, name) for name in BUILTINS | EXCEPTIONS}
-    names: dict[str, Any] = {
-        "__builtins__": builtins,
-        "cuda": cuda,
-        "math": math,
-        "numba": numba,
-        "np": np,
-        "numpy": np,
-    }
-    names |= {t: getattr(numba, t) for t in TYPE_NAMES if hasattr(numba, t)}
-    names |= constants
-    return names
-
-
-class _Session:
-    def __init__(self) -> None:
-        self.kernels: dict[str, Any] = {}
-
-    def define(self, request: dict) -> dict:
-        from demos.patterns.simulator import enable_warp_shuffles
-
-        enable_warp_shuffles()
-        source = request["source"]
-        names = _namespace(dict(source["constants"]))
-        for text in source["functions"].values():
-            exec(compile(text, f"<{source['name']}>", "exec"), names)  # noqa: S102  (checked source)
-        self.kernels[source["name"]] = names[source["name"]]
-        return {"ok": True}
-
-    def launch(self, request: dict) -> dict:
-        from numba import cuda
-
-        kernel = self.kernels[request["kernel"]]
-        args, guarded = [], []
-        for arg in request["args"]:
-            if isinstance(arg, dict) and "$guarded" in arg:
-                buffer = cuda.to_device(np.asarray(arg["$guarded"]))
-                pad = int(arg["pad"])
-                region = tuple(slice(pad, s - pad) for s in buffer.shape)
-                guarded.append(buffer)
-                args.append(buffer[region])
-            elif isinstance(arg, np.ndarray):
-                args.append(arg)
-            else:
-                args.append(arg)
-        kernel[tuple(request["grid"]), tuple(request["block"])](*args)
-        return {
-            "arrays": [a if isinstance(a, np.ndarray) else None for a in args],
-            "guarded": [b.copy_to_host() for b in guarded],
-        }
-
-    def report(self, request: dict) -> dict:
-        from demos.patterns import reports
-
-        kernel = self.kernels[request["kernel"]]
-        function = {
-            "histogram": reports.histogram_report,
-            "block_sum": reports.block_sum_report,
-            "weighted_histogram": reports.weighted_histogram_report,
-            "block_max": reports.block_max_report,
-        }[request["kind"]]
-        return {"report": function(kernel, *request["args"], **request.get("kwargs", {}))}
-
-
-def _serve() -> None:
-    session = _Session()
-    for line in sys.stdin:
-        try:
-            request = wire.loads(line)
-            reply = (
-                getattr(session, request["op"])(request)
-                if request["op"] in ("define", "launch", "report")
-                else {"error": "unknown request"}
-            )
-        except Exception as error:  # noqa: BLE001  (the kernel's failure is the answer)
-            reply = {"error": f"{type(error).__name__}: {error}"[:300]}
-        sys.stdout.write(wire.dumps(reply) + "\n")
-        sys.stdout.flush()
-
-
-if __name__ == "__main__":
-    _serve()

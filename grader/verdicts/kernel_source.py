@@ -1,10 +1,10 @@
 """A student's CUDA kernel, read from the notebook and proved to be nothing but a kernel.
 
 The grader runs the kernels of a submission itself, in Numba's CUDA simulator
-in a process of its own (:mod:`.kernel_runner`), so that what a kernel does
-(its result, every memory access, every barrier) is observed by code the
-student cannot reach. It can do that safely only for code that is nothing
-but a kernel: :func:`kernel_definition` accepts a function decorated with
+in a sandboxed process of its own (:mod:`.kernel_runner`), so that what a kernel
+does (its result, every memory access, every barrier) is observed outside the
+student's notebook. That observation means something only for code that is
+nothing but a kernel: :func:`kernel_definition` accepts a function decorated with
 ``cuda.jit`` whose body uses the CUDA Python subset (arithmetic, indexing,
 loops, ``cuda.*`` intrinsics, ``math.*``, Numba's scalar types, literal
 constants and the student's own device functions) and refuses anything else
@@ -130,6 +130,7 @@ _NODES = (
     ast.Continue,
     ast.Pass,
     ast.Return,
+    ast.Raise,
     ast.Expr,
     ast.BoolOp,
     ast.BinOp,
@@ -195,12 +196,20 @@ def _jit_options(decorator: ast.expr) -> dict[str, object] | None:
     return options
 
 
-class _Checker(ast.NodeVisitor):
-    """Refuses every node, name and attribute outside the CUDA Python subset."""
+class _Checker:
+    """Refuses every node, name and attribute outside the CUDA Python subset.
 
-    def __init__(self, function: ast.FunctionDef, known: set[str]) -> None:
+    :meth:`visit` is the only way down the tree and it visits every child of
+    every node (:func:`ast.iter_child_nodes`), whatever the node: the
+    ``check_<Node>`` methods only add restrictions to a node of their kind and
+    cannot skip what lies below it. A node of a kind not in :data:`_NODES` is
+    refused outright.
+    """
+
+    def __init__(self, function: ast.FunctionDef, known: set[str], reserved: set[str]) -> None:
         self.function = function
         self.known = known  # names the body may read besides its own locals
+        self.reserved = reserved  # names the body may read but never rebind
         self.locals = {a.arg for a in function.args.args}
         self.calls: set[str] = set()
         for node in ast.walk(function):
@@ -211,82 +220,94 @@ class _Checker(ast.NodeVisitor):
         line = getattr(node, "lineno", 0) - self.function.lineno + 1
         raise NotAKernel(f"{what} (line {line} of {self.function.name})")
 
-    def generic_visit(self, node: ast.AST) -> None:
+    def visit(self, node: ast.AST, prefix: bool = False) -> None:
+        """Check *node*, then every node below it (*prefix*: it is the base of an attribute)."""
         if not isinstance(node, _NODES):
             self.fail(node, f"{type(node).__name__} is not part of a CUDA kernel")
-        super().generic_visit(node)
+        check = getattr(self, f"check_{type(node).__name__}", None)
+        if check is not None:
+            check(node, prefix)
+        for child in ast.iter_child_nodes(node):
+            self.visit(child, prefix=isinstance(node, ast.Attribute) and child is node.value)
 
-    def visit_Name(self, node: ast.Name) -> None:
+    def check_Name(self, node: ast.Name, prefix: bool) -> None:
         if node.id.startswith("__"):
             self.fail(node, f"the name {node.id} is not allowed")
         if isinstance(node.ctx, ast.Load) and node.id not in self.locals | self.known:
             self.fail(node, f"{node.id} is not defined for the kernel")
+        if not isinstance(node.ctx, ast.Load) and node.id in self.reserved:
+            self.fail(node, f"{node.id} may not be assigned in a kernel")
 
-    def visit_Constant(self, node: ast.Constant) -> None:
+    def check_Constant(self, node: ast.Constant, prefix: bool) -> None:
         if not isinstance(node.value, (int, float, bool, complex, type(None), str)):
             self.fail(node, "only numbers may be constants")
         if isinstance(node.value, str) and len(node.value) > 2000:
             self.fail(node, "the string is too long")
 
-    def visit_Attribute(self, node: ast.Attribute) -> None:
+    def _attribute_allowed(self, path: list[str], prefix: bool) -> bool:
+        """Whether *path* (``cuda.threadIdx.x``) names something a kernel may use.
+
+        A *prefix* (the ``numba.cuda`` of ``numba.cuda.threadIdx.x``) is allowed
+        where it begins an allowed path.
+        """
+        head, rest = path[0], path[1:]
+        if head == "numba" and rest[:1] == ["cuda"]:
+            head, rest = "cuda", rest[1:]
+            if not rest:
+                return prefix
+        if head == "cuda":
+            if len(rest) == 1:
+                return rest[0] in CUDA_NAMES
+            return len(rest) == 2 and rest[1] in CUDA_NAMES.get(rest[0], frozenset())
+        if head == "math":
+            return len(rest) == 1
+        if head in ("numba", "np", "numpy"):
+            return len(rest) == 1 and rest[0] in TYPE_NAMES
+        return len(rest) == 1 and rest[0] in ARRAY_ATTRIBUTES and head in self.locals
+
+    def check_Attribute(self, node: ast.Attribute, prefix: bool) -> None:
         path = dotted_name(node)
         if path is None or any(p.startswith("_") for p in path):
             self.fail(node, "this attribute is not allowed in a kernel")
         assert path is not None
-        head = path[0]
-        if head in ("numba",) and path[1:2] == ["cuda"]:
-            path = path[1:]
-            head = "cuda"
-        if head == "cuda":
-            allowed = len(path) == 2 and path[1] in CUDA_NAMES
-            allowed |= len(path) == 3 and path[2] in CUDA_NAMES.get(path[1], frozenset())
-        elif head == "math":
-            allowed = len(path) == 2
-        elif head in ("numba", "np", "numpy"):
-            allowed = len(path) == 2 and path[1] in TYPE_NAMES
-        else:
-            allowed = len(path) == 2 and path[1] in ARRAY_ATTRIBUTES and head in self.locals
-        if not allowed:
+        if not self._attribute_allowed(path, prefix):
             self.fail(node, f"{'.'.join(path)} is not allowed in a kernel")
-        if isinstance(node.ctx, ast.Store):
+        if not isinstance(node.ctx, ast.Load):
             self.fail(node, "a kernel may not assign attributes")
 
-    def visit_Call(self, node: ast.Call) -> None:
+    def check_Call(self, node: ast.Call, prefix: bool) -> None:
         path = dotted_name(node.func)
         if path is None:
             self.fail(node, "only named functions may be called in a kernel")
         assert path is not None
         if len(path) == 1:
             name = path[0]
-            if name not in BUILTINS | TYPE_NAMES and name not in self.known:
+            if name not in BUILTINS | TYPE_NAMES | EXCEPTIONS and name not in self.known:
                 self.fail(node, f"{name}() cannot be called in a kernel")
-            if name in self.known and name not in BUILTINS | TYPE_NAMES:
+            if name in self.known - (BUILTINS | TYPE_NAMES | EXCEPTIONS | MODULES):
                 self.calls.add(name)
         for keyword in node.keywords:
             if keyword.arg is None or keyword.arg.startswith("_"):
                 self.fail(node, "this keyword argument is not allowed")
-        self.generic_visit(node)
 
-    def visit_Subscript(self, node: ast.Subscript) -> None:
-        self.generic_visit(node)
-
-    def visit_Raise(self, node: ast.Raise) -> None:
+    def check_Raise(self, node: ast.Raise, prefix: bool) -> None:
         exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
-        args = node.exc.args if isinstance(node.exc, ast.Call) else []
+        call = node.exc if isinstance(node.exc, ast.Call) else None
         if node.cause is not None or not (isinstance(exc, ast.Name) and exc.id in EXCEPTIONS):
             self.fail(node, "a kernel may only raise a built-in error such as NotImplementedError")
-        if not all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in args):
+        if call is not None and (
+            call.keywords
+            or not all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args)
+        ):
             self.fail(node, "a kernel's error message must be a plain string")
 
-    def visit_For(self, node: ast.For) -> None:
+    def check_For(self, node: ast.For, prefix: bool) -> None:
         if node.orelse:
             self.fail(node, "for ... else is not allowed in a kernel")
-        self.generic_visit(node)
 
-    def visit_While(self, node: ast.While) -> None:
+    def check_While(self, node: ast.While, prefix: bool) -> None:
         if node.orelse:
             self.fail(node, "while ... else is not allowed in a kernel")
-        self.generic_visit(node)
 
 
 def _check_signature(function: ast.FunctionDef) -> None:
@@ -296,6 +317,13 @@ def _check_signature(function: ast.FunctionDef) -> None:
     if function.returns is not None or any(a.annotation is not None for a in args.args):
         # annotations are evaluated when the function is defined: keep them out
         raise NotAKernel(f"{function.name} must not have annotations")
+
+
+def _check_argument_names(function: ast.FunctionDef, reserved: set[str]) -> None:
+    """Arguments may not shadow a module, a type, a built-in or a device function."""
+    for arg in function.args.args:
+        if arg.arg in reserved or arg.arg.startswith("__"):
+            raise NotAKernel(f"{function.name}'s argument {arg.arg} hides a name kernels use")
 
 
 def _plain_source(function: ast.FunctionDef, device: bool) -> str:
@@ -352,8 +380,10 @@ def kernel_definition(
         if current != name and not is_device:
             raise NotAKernel(f"{current} is called from a kernel, so it must be a device function")
         _check_signature(function)
-        known = set(MODULES | TYPE_NAMES | BUILTINS | set(constants)) | (set(defined) - {name})
-        checker = _Checker(function, known)
+        others = set(defined) - {name}
+        reserved = set(MODULES | TYPE_NAMES | BUILTINS | EXCEPTIONS | set(constants)) | others
+        _check_argument_names(function, reserved)
+        checker = _Checker(function, reserved, reserved)
         for statement in function.body:
             checker.visit(statement)
         if is_device:

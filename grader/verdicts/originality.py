@@ -1,12 +1,13 @@
-"""Is a submitted function the course's own code, renamed? Compared by structure, not by text.
+"""Is a submitted function the course's own code, edited to look new? Compared by fingerprints.
 
 The course package (``demos``) ships model answers and reference kernels with
-the course. A submission that copies one, even with other names, comments or
-layout, is not the student's own work. :func:`fingerprint` reduces a function
-to its structure (names numbered in order of first use, docstrings,
-decorators and the function's own name dropped), and
-:func:`matches_course_code` compares it with every function of ``demos``
-that is large enough for a match to mean something.
+the course. A submission that copies one is not the student's own work, even
+with other names, comments or layout, with statements swapped or with no-op
+statements put in. :func:`fingerprint` reduces a function to its winnowed
+token fingerprints (:mod:`grader.verdicts.fingerprints`: names and literals
+normalised, comments, docstrings and layout dropped), and
+:func:`matches_course_code` compares them with those of every function of
+``demos`` that is large enough for a match to mean something.
 """
 
 from __future__ import annotations
@@ -16,65 +17,80 @@ import functools
 from pathlib import Path
 
 import demos
+from grader.verdicts import fingerprints as fp
 
 #: Functions with fewer statements are too small to tell copying from solving.
 MIN_STATEMENTS = 5
 
-
-class _Renamer(ast.NodeTransformer):
-    def __init__(self) -> None:
-        self.names: dict[str, str] = {}
-
-    def _name(self, name: str) -> str:
-        return self.names.setdefault(name, f"v{len(self.names)}")
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        return ast.copy_location(ast.Name(id=self._name(node.id), ctx=node.ctx), node)
-
-    def visit_arg(self, node: ast.arg) -> ast.AST:
-        return ast.copy_location(ast.arg(arg=self._name(node.arg)), node)
+Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-def _statements(function: ast.FunctionDef) -> int:
+def _statements(function: Function) -> int:
     return sum(isinstance(n, ast.stmt) for n in ast.walk(function)) - 1
 
 
-def _fingerprint_of(function: ast.FunctionDef) -> str:
-    body = list(function.body)
+def _body(function: Function) -> str:
+    """The function's statements, unparsed, without its signature and docstring.
+
+    Only the body counts: a signature given by the assignment (a stub that only
+    raises ``NotImplementedError``, with the release's annotations) is not the
+    student's work either way. Unparsing writes both sides the same way (the
+    grader's proxies hand in unparsed code too): no comments, one layout,
+    tuples in parentheses.
+    """
+    body = function.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]  # the docstring
-    clean = ast.FunctionDef(
-        name="f", args=function.args, body=body, decorator_list=[], returns=None, type_params=[]
-    )
-    return ast.dump(_Renamer().visit(clean), annotate_fields=False, include_attributes=False)
+        body = body[1:]
+    return "\n".join(ast.unparse(statement) for statement in body)
 
 
-def fingerprint(source: str) -> str | None:
-    """The structure of the first function defined in *source*, or ``None`` if there is none."""
+def _first_function(source: str) -> Function | None:
+    """The first function defined in *source* (none if *source* does not parse)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return None
-    function = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)), None)
-    return _fingerprint_of(function) if function is not None else None
+    return next((node for node in ast.walk(tree) if isinstance(node, Function)), None)
+
+
+def fingerprint(source: str) -> frozenset[int] | None:
+    """The fingerprints of the first function in *source*, or ``None`` if there is none or it
+    is too small (fewer than :data:`MIN_STATEMENTS`) to tell copying from solving.
+
+    The function's own name, its signature, its docstring and the names it uses
+    do not count, so a renamed copy has the fingerprint of its original.
+    """
+    function = _first_function(source)
+    if function is None or _statements(function) < MIN_STATEMENTS:
+        return None
+    return fp.hashes(fp.fingerprints(_body(function)))
 
 
 @functools.lru_cache(maxsize=1)
-def course_fingerprints() -> frozenset[str]:
+def course_fingerprints() -> tuple[frozenset[int], ...]:
     """Fingerprints of every large enough function in the course package (model answers too)."""
     found = set()
-    for path in Path(demos.__file__).parent.rglob("*.py"):
+    for path in sorted(Path(demos.__file__).parent.rglob("*.py")):
         try:
             tree = ast.parse(path.read_text(encoding="utf-8"))
         except (SyntaxError, UnicodeDecodeError):
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef) and _statements(node) >= MIN_STATEMENTS:
-                found.add(_fingerprint_of(node))
-    return frozenset(found)
+            if isinstance(node, Function) and _statements(node) >= MIN_STATEMENTS:
+                marks = fp.hashes(fp.fingerprints(_body(node)))
+                if len(marks) >= fp.MIN_FINGERPRINTS:
+                    found.add(marks)
+    return tuple(found)
+
+
+def closest_course_similarity(source: str) -> float:
+    """The highest fingerprint similarity of the function in *source* with a course function."""
+    mine = fingerprint(source)
+    if mine is None or len(mine) < fp.MIN_FINGERPRINTS:
+        return 0.0
+    return max((fp.similarity(mine, theirs) for theirs in course_fingerprints()), default=0.0)
 
 
 def matches_course_code(source: str) -> bool:
-    """True if the function in *source* has the structure of one of the course's own."""
-    mark = fingerprint(source)
-    return mark is not None and mark in course_fingerprints()
+    """True if the function in *source* is, by its fingerprints, one of the course's own."""
+    return closest_course_similarity(source) >= fp.THRESHOLD

@@ -74,10 +74,13 @@ class StudentFunction:
         )
         if not isinstance(reply, dict):
             return Call(error="the kernel sent no readable answer")
+        seen = reply.get("seen") if isinstance(reply.get("seen"), dict) else {}
+        if seen.get("profiler_removed") is True:
+            flag = f"{self.name} switched off the grader's watch"
+            if flag not in submission.flags:
+                submission.flags.append(flag)
         for watched, _ in submission.watchers:
-            api.record_seen(
-                watched, reply.get("seen") if isinstance(reply.get("seen"), dict) else {}
-            )
+            api.record_seen(watched, seen)
             if reply.get("course_code") is not False:
                 watched.course_calls.append(f"{self.name} is or wraps course code")
         made = reply.get("made") if isinstance(reply.get("made"), list) else []
@@ -124,7 +127,7 @@ class StudentKernel:
             raise api.GradingFailure(
                 f"the grader cannot run {self.name} as a CUDA kernel: {error}"
             ) from None
-        reply = submission.runner.request(op="define", source=source.as_plain())
+        reply = submission.runner.define(source)
         if "error" in reply:
             raise api.GradingFailure(
                 f"{self.name} does not compile as a CUDA kernel ({reply['error']})"

@@ -5,7 +5,9 @@ forbidden helper, NumPy where the device is asked for, a kernel that loops or
 misses its bounds check, ...) and their expected scores are in
 tests/cheating_kernel_cases.py and tests/cheating_cases.py; the module's
 ``batch`` fixture grades them all once with real ``nbgrader autograde``. The
-scores must be the same on a CPU and on a GPU grader. Three cases (one prints
+scores must be the same on a CPU and on a GPU grader. Cases whose source could
+forge what the kernel reports of how they worked are refused by the grader's
+source gate and must reach a human (``FLAGGED``). Three cases (one prints
 what it is given, one disables the checks with an IPython input transformer,
 one writes to stderr) also show that the feedback may show the visible calls'
 arguments but never a hidden one, that the student's kernel never holds the
@@ -25,10 +27,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from cheating_cases import CASES, CELL_SCORES, SECRET, grade_batch
+from cheating_cases import CASES, CELL_SCORES, FLAGGED, SECRET, grade_batch
 from nbgrader_driver import page_text, scores
 
-from grader.graded import cell_scores
+from grader.graded import cell_errors, cell_scores
+from grader.preprocessors import INTEGRITY_ERROR
+
+UNTRUSTED = "the grader cannot trust how your code got its answers"
 
 pytestmark = pytest.mark.slow
 
@@ -89,7 +94,43 @@ def test_the_secret_never_reaches_the_students_kernel(batch: Path) -> None:
 
 
 def test_feedback_says_what_failed_not_how_it_was_tested(batch: Path) -> None:
-    """The input transformer changed nothing the grader decides; its part fails with a sentence."""
+    """The input transformer (``get_ipython()``) is refused by the source gate: the feedback
+    says so with the line, and shows nothing of the hidden tests."""
     text = page_text(batch / "feedback" / "simt-disables-checks" / "simt" / "simt.html")
-    assert "reader_blocks is wrong for a hidden input" in text
+    assert UNTRUSTED in text and "get_ipython" in text
     assert "BEGIN HIDDEN TESTS" not in text and "rng.integers" not in text
+
+
+def _needs_manual_grade(course: Path, assignment: str, student: str) -> set[str]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        submission = gradebook.find_submission(assignment, student)
+        return {
+            grade.name
+            for notebook in submission.notebooks
+            for grade in notebook.grades
+            if grade.needs_manual_grade
+        }
+
+
+@pytest.mark.parametrize("student", sorted(FLAGGED))
+def test_a_source_that_could_forge_the_kernels_reports_goes_to_a_human(
+    batch: Path, student: str
+) -> None:
+    assignment = next(a for s, a, *_ in CASES if s == student)
+    errors = cell_errors(batch, assignment, student)
+    untrusted = {cell for cell, error in errors.items() if UNTRUSTED in error}
+    assert untrusted == FLAGGED[student]
+    assert all(errors[cell].startswith(INTEGRITY_ERROR) for cell in untrusted)
+    assert FLAGGED[student] <= _needs_manual_grade(batch, assignment, student)
+
+
+def test_no_other_case_is_refused_by_the_source_gate(batch: Path) -> None:
+    refused = {
+        student
+        for student, assignment, *_ in CASES
+        if student not in FLAGGED
+        and any(UNTRUSTED in e for e in cell_errors(batch, assignment, student).values())
+    }
+    assert refused == set()

@@ -326,9 +326,13 @@ def test_memory_limit_stops_a_notebook_that_writes_too_much(graded) -> None:
 
 
 def test_attacks_change_nothing_outside_the_students_own_folder(graded) -> None:
-    assert graded["summary"]["mallory"]["status"] == "graded", graded["summary"]["mallory"]
-    assert _score(graded, "mallory") == (10, 10)  # the attacks failed; the answers are right
-    assert any("gradebook" in f for f in graded["summary"]["mallory"]["flags"])
+    mallory = graded["summary"]["mallory"]
+    assert mallory["status"] == "graded", mallory
+    # the attacks failed, and their cell (os, subprocess...) is one the grader cannot follow:
+    # the later hidden tests are left to a human (grader.verdicts.source_gate), not scored
+    assert _score(graded, "mallory") == (0, 10)
+    assert any("gradebook" in f for f in mallory["flags"])
+    assert any("the grader cannot trust how your code" in f for f in mallory["flags"]), mallory
     assert not graded["changed"], sorted(graded["changed"])[:5]
     assert graded["git"][0] == graded["git"][1]
     nb = nbformat.read(
@@ -359,5 +363,6 @@ def test_feedback_is_made_from_the_merged_grades(graded) -> None:
         page = graded["root"] / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html"
         assert "BEGIN HIDDEN TESTS" not in page.read_text(), student
     trudy = page_text(graded["root"] / "feedback" / "trudy" / ASSIGNMENT / f"{ASSIGNMENT}.html")
-    assert "GradingFailure: reader_blocks fails for a hidden input (NameError)" in trudy
-    assert "heat_step fails for a hidden input (NotImplementedError)" in trudy
+    # her hook (get_ipython) is refused by the source gate: the hidden tests say so, for a human
+    assert "the grader cannot trust how your code got its answers" in trudy
+    assert "flagged for manual grading" in trudy

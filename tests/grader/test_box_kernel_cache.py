@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 
 from grader import box as boxes
-from grader import cell_budgets, sandbox
+from grader import cell_budgets, sandbox, sandbox_environment
 
 # What CuPy and JAX do with what they compiled: a file in the folder each is told.
 _COMPILES = (
@@ -31,7 +31,7 @@ def _solution(course: Path) -> None:
 
 def test_the_solutions_compiled_kernels_are_kept_beside_its_limits(tmp_path: Path) -> None:
     _solution(tmp_path / "course")
-    as_notebooks = sandbox.kernel_environment(sandbox.Policy(level="limits", threads=1))
+    as_notebooks = sandbox_environment.kernel_environment(sandbox.Policy(level="limits", threads=1))
     limits = cell_budgets.budgets_file(
         tmp_path / "course", "demo", tmp_path / "work", timeout=60, environment=as_notebooks
     )
@@ -56,7 +56,7 @@ def test_each_box_gets_its_own_copy_without_links(tmp_path: Path) -> None:
     opened = boxes.open_box(policy, notebook_dir, tmp_path / "box", [], kernel_cache=cache)
     try:
         home = opened.runtime / "home"
-        copied = home / sandbox.COMPILED_KERNELS / "cupy"
+        copied = home / sandbox_environment.COMPILED_KERNELS / "cupy"
         assert (copied / "kernel.cubin").read_text() == "compiled"
         assert not os.path.lexists(copied / "link.cubin")
         (copied / "kernel.cubin").write_text("changed by a student")
@@ -64,8 +64,10 @@ def test_each_box_gets_its_own_copy_without_links(tmp_path: Path) -> None:
             cache / "cupy" / "kernel.cubin"
         ).read_text() == "compiled"  # the seed is theirs alone
         # and the kernel is told where they are
-        told = sandbox.kernel_environment(opened.policy)
+        told = sandbox_environment.kernel_environment(opened.policy)
         assert told["CUPY_CACHE_DIR"] == str(copied)
-        assert told["JAX_COMPILATION_CACHE_DIR"] == str(home / sandbox.COMPILED_KERNELS / "jax")
+        assert told["JAX_COMPILATION_CACHE_DIR"] == str(
+            home / sandbox_environment.COMPILED_KERNELS / "jax"
+        )
     finally:
         opened.close()

@@ -224,3 +224,24 @@ def test_collect_replaces_an_earlier_runs_notebook_only_as_the_rule_says(
     assert "replaced the submission filed before" in report.duplicates[0]
     assert "on_time = 1" in target.read_text()
     assert not collect_all(course, "simt", [on_time]).duplicates
+
+
+def test_a_zip_one_student_uploaded_to_canvas_is_filed_as_theirs(tmp_path: Path) -> None:
+    """Canvas renames a student's upload ``name_123_456_<file>.zip``; its notebooks are that
+    student's, at the top of the zip or in a folder of it, and a LATE mark carries over."""
+    course = tmp_path / "course"
+    notebook = _nb()
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    _zip(inbox / "carol_123_456_simt.zip", {"simt.ipynb": notebook})
+    _zip(inbox / "dave_LATE_7_8_work.zip", {"simt/simt.ipynb": notebook, "__MACOSX/._x": b""})
+    report = collect_all(course, "simt", [inbox])
+    filed = {p.parent.parent.name for p in (course / "submitted").glob("*/simt/simt.ipynb")}
+    assert filed == {"carol", "dave"}, report.text()
+    assert not report.refused
+    log = (course / "submitted" / "collected.csv").read_text().splitlines()
+    header = log[0].split(",")
+    late = {
+        row.split(",")[0].split("/")[0]: row.split(",")[header.index("late")] for row in log[1:]
+    }
+    assert late["dave"] != late["carol"], log  # the zip's LATE mark is the notebook's

@@ -59,6 +59,7 @@ from nbgrader_driver import (
 )
 
 from grader import cgroups, sandbox
+from grader.graded import cell_errors
 
 pytestmark = pytest.mark.slow
 ASSIGNMENT = "simt"
@@ -191,10 +192,21 @@ def _output(graded, student: str) -> str:
     return json.dumps([c.get("outputs", []) for c in nb.cells])
 
 
+def _graded_for_a_human(graded, student: str) -> None:
+    """Graded to the end, every part refused by the source gate (``os`` or ``subprocess`` before
+    the tests: such a kernel could forge its reports), so a human grades it."""
+    errors = cell_errors(graded["root"], ASSIGNMENT, student)
+    assert scores(graded["root"])[(ASSIGNMENT, student)] == (0, 10), (student, errors)
+    assert len(errors) == 3 and all("cannot trust how your code" in e for e in errors.values())
+
+
 def test_links_left_by_the_kernel_are_never_followed(graded) -> None:
     for student in ("links-first", "links-last", "plain"):
         score = scores(graded["root"])[(ASSIGNMENT, student)]
-        assert score == (10, 10), (student, graded["proc"].stdout, graded["plain"])
+        if student == "links-last":  # after the tests: graded as the solution
+            assert score == (10, 10), (student, graded["proc"].stdout, graded["plain"])
+        else:
+            _graded_for_a_human(graded, student)
     assert "notebook replaced by a link" in _output(graded, "links-first")
     # the root-owned file, the course and the other students' files are as they were
     assert graded["changed"] == []
@@ -302,7 +314,7 @@ def test_processes_past_the_limit_are_refused_and_the_notebook_is_graded(graded)
     text = _output(graded, "forks")
     stopped = re.search(r"STOPPED AT (\d+) BlockingIOError", text)
     assert stopped and int(stopped.group(1)) < 64, text[:2000]
-    assert scores(graded["root"])[(ASSIGNMENT, "forks")] == (10, 10)
+    _graded_for_a_human(graded, "forks")
 
 
 def test_cpu_time_past_the_limit_stops_the_kernel(graded) -> None:

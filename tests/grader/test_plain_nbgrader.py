@@ -128,7 +128,10 @@ def test_the_config_and_the_course_package_stay_as_they_were(graded) -> None:
     )
     output = json.dumps(nb.cells[1].outputs)
     assert "EDITED" not in output and output.count("blocked") == 2, output
-    assert scores(graded["root"])[(ASSIGNMENT, "a-daemon")] == (10, 10)
+    # its cell imports os: the hidden tests after it are left to a human, not scored
+    # (grader.verdicts.source_gate), by plain nbgrader as by python -m grader
+    assert scores(graded["root"])[(ASSIGNMENT, "a-daemon")] == (0, 10)
+    assert "the grader cannot trust how your code got its answers" in json.dumps(nb.cells)
 
 
 def test_a_process_left_behind_cannot_touch_the_next_student(graded) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import sandbox
+from grader import sandbox, sandbox_environment
 from helpers import ROOT
 
 
@@ -52,31 +52,35 @@ def test_kernel_gets_its_share_of_the_cores_and_no_gpu_where_told(
 ) -> None:
     monkeypatch.setattr(sandbox.glob, "glob", lambda pattern: ["/dev/nvidia0", "/dev/nvidiactl"])
     shared = sandbox.Policy(level="bwrap", threads=4)
-    env = sandbox.kernel_environment(shared)
-    assert {env[name] for name in sandbox.THREAD_VARIABLES} == {"4"}
+    env = sandbox_environment.kernel_environment(shared)
+    assert {env[name] for name in sandbox_environment.THREAD_VARIABLES} == {"4"}
     assert "CUDA_VISIBLE_DEVICES" not in env and "XLA_FLAGS" not in env
     assert "--dev-bind /dev/nvidia0" in " ".join(sandbox.kernel_command(shared, "k.json", "/nb"))
 
     alone = sandbox.Policy(level="bwrap", threads=1, gpu=False)
-    env = sandbox.kernel_environment(alone)
+    env = sandbox_environment.kernel_environment(alone)
     assert env["OMP_NUM_THREADS"] == "1" and "intra_op_parallelism_threads=1" in env["XLA_FLAGS"]
     assert env["CUDA_VISIBLE_DEVICES"] == "" and env["JAX_PLATFORMS"] == "cpu"
     assert "/dev/nvidia" not in " ".join(sandbox.kernel_command(alone, "k.json", "/nb"))
-    assert sandbox.kernel_environment(sandbox.Policy(level="bwrap")) == {}  # no limit asked
+    assert (
+        sandbox_environment.kernel_environment(sandbox.Policy(level="bwrap")) == {}
+    )  # no limit asked
 
     # a HOME of the notebook's own, also inside bubblewrap
     own = sandbox.Policy(level="bwrap+uid", uid=60001, threads=2, home="/work/s1/runtime/home")
-    env = sandbox.kernel_environment(own)
+    env = sandbox_environment.kernel_environment(own)
     assert env["HOME"] == "/work/s1/runtime/home" and env["OMP_NUM_THREADS"] == "2"
     # at the "uid" level no bubblewrap sets it: the variable alone gives the kernel its HOME
     alone_uid = sandbox.Policy(level="uid", uid=60001, threads=1, home="/work/s1/runtime/home")
-    assert sandbox.kernel_environment(alone_uid)["HOME"] == "/work/s1/runtime/home"
+    assert sandbox_environment.kernel_environment(alone_uid)["HOME"] == "/work/s1/runtime/home"
     # without bubblewrap its own TMPDIR too; inside, /tmp is already its own
     tmp = "/work/s1/runtime/tmp"
-    assert sandbox.kernel_environment(sandbox.Policy(level="uid", uid=60001, tmpdir=tmp)) == {
-        "TMPDIR": tmp
-    }
-    assert "TMPDIR" not in sandbox.kernel_environment(sandbox.Policy(level="bwrap", tmpdir=tmp))
+    assert sandbox_environment.kernel_environment(
+        sandbox.Policy(level="uid", uid=60001, tmpdir=tmp)
+    ) == {"TMPDIR": tmp}
+    assert "TMPDIR" not in sandbox_environment.kernel_environment(
+        sandbox.Policy(level="bwrap", tmpdir=tmp)
+    )
     assert "--setenv HOME /work/s1/runtime/home" in " ".join(
         sandbox.kernel_command(own, "k.json", "/nb")
     )

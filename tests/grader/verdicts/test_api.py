@@ -42,10 +42,9 @@ def test_secret_changes_the_hidden_seeds_only(monkeypatch: pytest.MonkeyPatch) -
     assert api.seed_for("simt-kernel") not in (default, secret)
 
 
-def test_the_kernel_never_has_the_secret(tmp_path: Path) -> None:
-    """The sandbox's kernel launcher drops it before the kernel starts; demos never reads it."""
-    launcher = (ROOT / "grader" / "sandbox_kernel.py").read_text()
-    assert "os.environ.pop(SECRET_VARIABLE" in launcher
+def test_the_kernel_side_never_reads_the_secret(tmp_path: Path) -> None:
+    """demos (what the kernel runs) never names it; the kernel's environment is an allow-list
+    without it (tests/grader/test_runner_sandbox.py starts both sandboxed processes)."""
     assert "COURSE_GRADING_SECRET" not in "".join(
         p.read_text() for p in (ROOT / "demos").rglob("*.py")
     )

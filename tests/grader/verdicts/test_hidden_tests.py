@@ -35,3 +35,32 @@ def test_a_renamed_copy_of_a_course_function_is_flagged_whatever_the_verdict() -
     )
     verdict = judge("grading.expect(not grading.is_course_code(closest), 'own')", "t", honest)
     assert verdict.passed and verdict.flag is None
+
+
+def _asking(answer) -> Submission:
+    return Submission(
+        ask_kernel=answer,
+        student_sources=["def f(x):\n    return x\n"],
+        given_sources=[],
+        runner=KernelRunner(),
+    )
+
+
+def test_a_dead_kernel_or_an_os_error_is_the_machinerys_failure_not_a_verdict() -> None:
+    from grader.verdicts.api import MachineryFailure
+
+    def dead(request: dict) -> dict:
+        raise MachineryFailure("the kernel stopped answering a hidden test (DeadKernelError)")
+
+    def disk_full(request: dict) -> dict:
+        raise OSError(28, "No space left on device")
+
+    inside = "with grading.hidden_test('t', 'f') as rng:\n    grading.expect(f(1) == 1, 'wrong')"
+    for answer in (dead, disk_full):
+        for code in (inside, "grading.expect(f(1) == 1, 'wrong')"):
+            verdict = judge(code, "t", _asking(answer))
+            assert not verdict.passed and verdict.machinery, (answer, code, verdict)
+            assert "fails for a hidden input" not in verdict.message
+    # the student's own error is still the student's
+    verdict = judge(inside, "t", _asking(lambda request: {"error": "ValueError: no"}))
+    assert verdict.machinery is None and "fails for a hidden input (ValueError)" in verdict.message

@@ -51,12 +51,12 @@ def test_anything_beyond_a_kernel_is_refused(body: str, reason: str) -> None:
         kernel_definition("k", ["@cuda.jit\ndef k(x, out):\n" + body])
 
 
-def test_an_unfinished_kernel_is_a_kernel_that_raises() -> None:
+def test_an_unfinished_kernel_is_a_kernel_that_raises(sandboxed_runner: KernelRunner) -> None:
     stub = '@cuda.jit\ndef k(x):\n    raise NotImplementedError("not done yet")\n'
     kernel = kernel_definition("k", [stub])
-    with KernelRunner() as runner:
-        runner.request(op="define", source=kernel.as_plain())
-        reply = runner.request(op="launch", kernel="k", grid=[1], block=[2], args=[np.zeros(2)])
+    runner = sandboxed_runner
+    runner.define(kernel)
+    reply = runner.request(op="launch", kernel="k", grid=[1], block=[2], args=[np.zeros(2)])
     assert reply["error"].startswith("NotImplementedError")
     with pytest.raises(NotAKernel, match="built-in error"):
         kernel_definition("k", ["@cuda.jit\ndef k(x):\n    raise SystemExit\n"])
@@ -69,27 +69,33 @@ def test_a_kernel_rebound_later_is_not_a_kernel() -> None:
         kernel_definition("f", ["def f(x):\n    return x\n"])
 
 
-def test_the_runner_runs_a_checked_kernel_in_the_simulator() -> None:
+def test_the_runner_runs_a_checked_kernel_in_the_simulator(
+    sandboxed_runner: KernelRunner,
+) -> None:
     out = api.GuardedOutput((5,), np.float32, pad=4)
-    with KernelRunner() as runner:
-        assert runner.request(
-            op="define", source=kernel_definition("saxpy", [SAXPY]).as_plain()
-        ) == {"ok": True}
-        reply = runner.request(
-            op="launch",
-            kernel="saxpy",
-            grid=[1, 1, 1],
-            block=[8, 1, 1],
-            args=[np.float32(2), np.ones(5, np.float32), np.arange(5, dtype=np.float32), out.inner],
-        )
+    runner = sandboxed_runner
+    assert runner.define(kernel_definition("saxpy", [SAXPY])) == {"ok": True}
+    reply = runner.request(
+        op="launch",
+        kernel="saxpy",
+        grid=[1, 1, 1],
+        block=[8, 1, 1],
+        args=[np.float32(2), np.ones(5, np.float32), np.arange(5, dtype=np.float32), out.inner],
+    )
     buffer = reply["guarded"][0]
     assert np.array_equal(buffer[4:9], 2 + np.arange(5, dtype=np.float32))
     assert np.all(buffer[:4] == out.CANARY) and np.all(buffer[9:] == out.CANARY)
 
 
-def test_a_kernel_that_never_ends_is_stopped() -> None:
+def test_a_kernel_that_never_ends_is_stopped(sandboxed_runner: KernelRunner) -> None:
     endless = "@cuda.jit\ndef spin(x):\n    while True:\n        x[0] = 1\n"
-    with KernelRunner(timeout=3) as runner:
-        runner.request(op="define", source=kernel_definition("spin", [endless]).as_plain())
-        with pytest.raises(RuntimeError, match="did not finish"):
-            runner.request(op="launch", kernel="spin", grid=[1], block=[1], args=[np.zeros(1)])
+    runner = sandboxed_runner
+    runner.timeout = 3
+    runner.define(kernel_definition("spin", [endless]))
+    with pytest.raises(RuntimeError, match="did not finish"):
+        runner.request(op="launch", kernel="spin", grid=[1], block=[1], args=[np.zeros(1)])
+
+
+def test_the_runner_refuses_to_start_outside_a_sandbox() -> None:
+    with pytest.raises(RuntimeError, match="no sandbox"):
+        KernelRunner().define(kernel_definition("saxpy", [SAXPY]))

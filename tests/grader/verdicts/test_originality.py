@@ -31,6 +31,7 @@ import re
 
 import nbformat
 import pytest
+from copy_cases import COPIES_OF_HISTOGRAM, HONEST
 
 from grader.verdicts.originality import fingerprint, matches_course_code
 from helpers import ROOT
@@ -117,3 +118,31 @@ def test_a_renamed_copy_of_course_code_is_recognised() -> None:
     assert fingerprint(renamed) == fingerprint(answer)
     assert matches_course_code(renamed)
     assert not matches_course_code("def closest(x):\n    return x.argmin(axis=1)\n")
+
+
+@pytest.mark.parametrize("how", list(COPIES_OF_HISTOGRAM))
+def test_a_disguised_copy_of_a_model_answer_is_flagged(how: str) -> None:
+    """Renamed, padded with no-op statements, reordered, or with new comments and layout."""
+    assert matches_course_code(COPIES_OF_HISTOGRAM[how])
+
+
+HONEST_ANSWERS = [
+    (f"{task}/{name}", source) for task, cases in HONEST.items() for name, source in cases
+]
+
+
+@pytest.mark.parametrize(("name", "source"), HONEST_ANSWERS, ids=[n for n, _ in HONEST_ANSWERS])
+def test_an_honest_answer_is_not_flagged(name: str, source: str) -> None:
+    assert not matches_course_code(source), name
+
+
+def test_a_stub_with_the_releases_signature_is_not_course_code() -> None:
+    """The partial notebooks of a class: an untouched stub shares only its signature (given by
+    the release) with the course's own function, and a signature is nobody's work."""
+    stub = (
+        "def batched_l1(a: np.ndarray, b: np.ndarray, block: tuple[int, int] = (32, 4))"
+        " -> np.ndarray:\n"
+        "    # YOUR CODE HERE: replace this line with your solution\n"
+        '    raise NotImplementedError("this part of the exercise is not done yet")\n'
+    )
+    assert fingerprint(stub) is None and not matches_course_code(stub)

@@ -19,9 +19,10 @@ NbGraderAPI, with this course's configuration) grades them:
   sync counter it was handed.
 
 The first two must score 0 (before, hooks alone took 10/10 everywhere); the
-solution with snooping must keep its 10/10, and no line of a hidden test and
-not the course secret may appear in any output of the graded notebook or in
-the feedback.
+solution with snooping uses ``get_ipython`` and ``os``, which the grader's
+source gate refuses (such a kernel could forge what it reports), so it scores
+0 until a human grades it; and no line of a hidden test and not the course
+secret may appear in any output of the graded notebook or in the feedback.
 """
 
 from __future__ import annotations
@@ -202,7 +203,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("assignment", ALL)
-@pytest.mark.parametrize("kind, expected", [("hooks", 0.0), ("patches", 0.0), ("snoop", 10.0)])
+@pytest.mark.parametrize("kind, expected", [("hooks", 0.0), ("patches", 0.0), ("snoop", 0.0)])
 def test_attacks_from_the_kernel_do_not_change_verdicts(
     graded: Path, assignment: str, kind: str, expected: float
 ) -> None:
