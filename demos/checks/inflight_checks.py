@@ -14,12 +14,9 @@ dependent chain: one load in flight, whatever ``LOADS`` says).
 
 from __future__ import annotations
 
-import contextlib
 import dis
 import inspect
 import re
-from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -33,10 +30,7 @@ from demos.checks._harness import (
     warp_error_text,
 )
 from demos.patterns import inflight, loadtrace
-from demos.patterns.reports import synchronisation
-from demos.patterns.simrace import is_element, key
-from demos.patterns.simulator import AccessLog, simulated
-from demos.patterns.simwarp import WarpError, undefined_like
+from demos.patterns.simwarp import WarpError
 
 BLOCKS = 2  # the simulated launches: two blocks of each size
 THREADS = (64, 32, 128)  # the first with every LOADS, the others with the student's own
@@ -61,7 +55,7 @@ def _lengths(grid_threads: int, loads: int) -> tuple[int, ...]:
 
 def _run(kernel: Any, values: np.ndarray, threads: int, what: str, loads: int) -> dict[str, Any]:
     try:
-        report, log = _run_wide_sum(kernel, values, BLOCKS, threads)
+        report, log = loadtrace.run_wide_sum(kernel, values, BLOCKS, threads)
     except WarpError as exc:
         raise CheckFailed(f"{what}: {warp_error_text(exc)}") from None
     except IndexError as exc:
@@ -106,88 +100,6 @@ def _source(kernel: Any) -> str:
         return inspect.getsource(getattr(kernel, "py_func", None) or kernel.fn)
     except (OSError, TypeError, AttributeError):
         return ""
-
-
-class _Trace(loadtrace.LoadTrace):
-    """A LoadTrace that also counts loads used in arithmetic more than once."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.reused: Counter = Counter()
-
-
-class _Load(loadtrace.Loaded):
-    """A Loaded value that tells its trace when it is used again after its first use (a
-    register kept past its iteration: a ``got[k]`` the last, part-filled group did not load)."""
-
-    __slots__ = ("_index",)
-
-    def __init__(self, value: Any, trace: _Trace, index: int) -> None:
-        super().__init__(value, trace, index)
-        self._index = index
-
-    def take(self) -> Any:
-        if self._who is None:
-            with self._trace._lock:
-                self._trace.reused[self._index] += 1
-        return super().take()
-
-
-@contextlib.contextmanager
-def _registers() -> Iterator[None]:
-    """``cuda.local.array`` as object arrays (so a load kept there waits until it is added, as in
-    :mod:`demos.patterns.loadtrace`), starting as uninitialised registers might: NaN or 0x5A5A."""
-    from numba.cuda.simulator import kernelapi
-
-    original = kernelapi.FakeCUDALocal.array
-
-    def array(self: Any, shape: Any, dtype: Any, alignment: Any = None) -> np.ndarray:
-        plain = original(self, shape, dtype)
-        return np.full(plain.shape, undefined_like(plain.dtype.type(0)), dtype=object)
-
-    kernelapi.FakeCUDALocal.array = array
-    try:
-        yield
-    finally:
-        kernelapi.FakeCUDALocal.array = original
-
-
-def _run_wide_sum(
-    kernel: Any, values: np.ndarray, blocks: int, threads: int
-) -> tuple[dict[str, Any], Any]:
-    """:func:`demos.patterns.loadtrace.run_wide_sum`, with registers that start as garbage and
-    the loads used twice counted (``reused_loads``: input index -> extra uses)."""
-    log, trace = AccessLog(), _Trace()
-    values = np.ascontiguousarray(values)
-    counted = type(log.wrap(values, "values"))
-
-    class Traced(counted):
-        def __getitem__(self, index):
-            got = super().__getitem__(index)
-            if is_element(index) and not isinstance(got, np.ndarray):
-                return _Load(got, trace, key(index)[0])
-            return got
-
-    wrapped = values.view(Traced)
-    partial = log.wrap(np.zeros(blocks, values.dtype), "partial")
-    with log.counting(), _registers():
-        simulated(kernel)[blocks, threads](wrapped, partial)
-    reads = np.zeros(len(values), np.int64)
-    for (name, index), count in log.reads.items():
-        if name == "values":
-            reads[index[0]] = count
-    writes = [log.writes.get(("partial", (b,)), 0) for b in range(blocks)]
-    report = {
-        "partial": np.asarray(partial).copy(),
-        "reads": reads,
-        "loads_in_flight": trace.loads_in_flight(),
-        "lane_gap": trace.lane_gap(),
-        "reused_loads": dict(trace.reused),
-        "most_writes_to_a_block_sum": max(writes, default=0),
-        "atomics": log.total(log.atomics, "partial"),
-        **synchronisation(log, blocks, threads),
-    }
-    return report, log
 
 
 def _reads(report: dict[str, Any], what: str) -> None:

@@ -32,6 +32,7 @@ import numpy as np
 from demos.patterns.reports import synchronisation
 from demos.patterns.simrace import is_element, key
 from demos.patterns.simulator import AccessLog, simulated
+from demos.patterns.simwarp import undefined_like
 
 __all__ = ["Loaded", "LoadTrace", "wide_sum_report"]
 
@@ -44,6 +45,9 @@ class LoadTrace:
         self.indices: dict[tuple, list[int]] = {}
         self.waiting: dict[tuple, int] = {}
         self.most_waiting: dict[tuple, int] = {}
+        #: Input indices whose load was used in arithmetic again after its first use: a
+        #: register kept past its iteration (a ``got[k]`` the last group did not load).
+        self.reused: Counter = Counter()
 
     @staticmethod
     def _thread() -> tuple:
@@ -90,18 +94,21 @@ class Loaded:
     counting a use: only arithmetic and comparisons wait for the data.
     """
 
-    __slots__ = ("_trace", "_value", "_who")
+    __slots__ = ("_index", "_trace", "_value", "_who")
     __array_ufunc__ = None
 
     def __init__(self, value: Any, trace: LoadTrace, index: int) -> None:
-        self._value, self._trace = value, trace
+        self._value, self._trace, self._index = value, trace, index
         self._who: tuple | None = trace.loaded(index)
 
     def take(self) -> Any:
-        """The number, noting the first use."""
+        """The number, noting the first use (and any later one, in :attr:`LoadTrace.reused`)."""
         if self._who is not None:
             self._trace.used(self._who)
             self._who = None
+        else:
+            with self._trace._lock:
+                self._trace.reused[self._index] += 1
         return self._value
 
     def __float__(self) -> float:
@@ -157,14 +164,15 @@ def _traced(log: AccessLog, values: np.ndarray, trace: LoadTrace) -> np.ndarray:
 @contextlib.contextmanager
 def _local_arrays_keep_loads() -> Iterator[None]:
     """``cuda.local.array`` holds Loaded values as they are (an object array), so a load kept in
-    a register array waits until the kernel adds it, as on a GPU."""
+    a register array waits until the kernel adds it, as on a GPU; it starts as uninitialised
+    registers might (NaN or 0x5A5A), as every local array of the course's simulator does."""
     from numba.cuda.simulator import kernelapi
 
     original = kernelapi.FakeCUDALocal.array
 
     def array(self: Any, shape: Any, dtype: Any, alignment: Any = None) -> np.ndarray:
-        plain = original(self, shape, dtype, alignment)
-        return np.full(plain.shape, plain.dtype.type(0), dtype=object)
+        plain = original(self, shape, dtype)
+        return np.full(plain.shape, undefined_like(plain.dtype.type(0)), dtype=object)
 
     kernelapi.FakeCUDALocal.array = array
     try:
@@ -193,6 +201,7 @@ def run_wide_sum(
         "reads": reads,
         "loads_in_flight": trace.loads_in_flight(),
         "lane_gap": trace.lane_gap(),
+        "reused_loads": dict(trace.reused),
         "most_writes_to_a_block_sum": max(writes, default=0),
         "atomics": log.total(log.atomics, "partial"),
         **synchronisation(log, blocks, threads),
