@@ -89,6 +89,8 @@ INSTRUCTOR_TESTS = {
     "nbgrader_driver.py",  # drives nbgrader through grader.selftest
     "cheating_cases.py",  # the cheating submissions tests/exercises grades, with solutions
     "cheating_kernel_cases.py",  # its kernel assignments' part
+    "copy_cases.py",  # honest and copied answers for the grader's copy detection
+    "sandbox_box.py",  # the grader's sandbox, for its tests
     "tools/test_edition.py",
 }
 INSTRUCTOR_TEST_PATTERN = re.compile(

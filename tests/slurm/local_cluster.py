@@ -18,6 +18,9 @@ Every daemon is started in the foreground as our child and stopped by its PID.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
 import os
 import random
 import shutil
@@ -26,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from string import Template
 from typing import Self
@@ -89,7 +93,6 @@ class LocalCluster:
         self.partition = "course"
         self.processes: list[subprocess.Popen] = []
         self.slurmctld: subprocess.Popen | None = None
-        self._modes: list[tuple[Path, int]] = []
         # Short (Unix socket names) and readable by the test users: their homes
         # and the Slurm configuration live here.
         self.shared = Path(tempfile.mkdtemp(prefix="gj", dir="/tmp"))
@@ -135,8 +138,7 @@ class LocalCluster:
                     process.wait()
         for user in (self.laptop, self.student, self.neighbour):
             remove_user(user)
-        for path, mode in reversed(self._modes):
-            path.chmod(mode)
+        _release_opened_folders()
         shutil.rmtree(self.shared, ignore_errors=True)
 
     def _spawn(self, args: list[str], log: str) -> subprocess.Popen:
@@ -180,19 +182,22 @@ class LocalCluster:
 
     def _open_course_files(self) -> None:
         """The test users need to run the launcher and the course's Python: let
-        them through the folders above (x only), and restore the modes at the end."""
+        them through the folders above (x only); the modes come back when the last
+        cluster on this machine stops (:func:`_release_opened_folders`)."""
         targets = (
             Path(sys.prefix),
             Path(sys.base_prefix),
             Path(sys.executable).resolve(),
             Path(__file__).resolve().parents[2],
         )
-        for target in targets:
-            for folder in [target, *target.parents]:
-                mode = folder.stat().st_mode & 0o7777
-                if not mode & 0o001:
-                    self._modes.append((folder, mode))
-                    folder.chmod(mode | 0o001)
+        with _opened_folders() as record:
+            record["holders"].append(os.getpid())
+            for target in targets:
+                for folder in [target, *target.parents]:
+                    mode = folder.stat().st_mode & 0o7777
+                    if not mode & 0o001:
+                        record["modes"].setdefault(str(folder), mode)
+                        folder.chmod(mode | 0o001)
 
     def _start_munge(self) -> None:
         if self._munge_answers():
@@ -325,3 +330,42 @@ class LocalCluster:
             env=self.env,
             check=True,
         )
+
+
+#: Folders the clusters opened for the test users, with their first modes and the
+#: processes holding a cluster: test processes run side by side (pytest-xdist), and
+#: one that closed /root again under another's running cluster broke its jobs.
+_OPENED = Path("/run/gpu-course-test-opened-folders.json")
+
+
+@contextlib.contextmanager
+def _opened_folders() -> Iterator[dict]:
+    """The shared record, locked, written back when the block ends."""
+    with open(f"{_OPENED}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        record = json.loads(_OPENED.read_text()) if _OPENED.exists() else {}
+        record.setdefault("modes", {})
+        record["holders"] = [p for p in record.get("holders", []) if _alive(p)]
+        yield record
+        _OPENED.write_text(json.dumps(record))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _release_opened_folders() -> None:
+    """This process's cluster is gone; the last one out restores the folders' modes."""
+    with _opened_folders() as record:
+        record["holders"] = [p for p in record["holders"] if p != os.getpid()]
+        if not record["holders"]:
+            for folder, mode in sorted(record["modes"].items(), reverse=True):
+                with contextlib.suppress(OSError):
+                    Path(folder).chmod(mode)
+            record["modes"] = {}
