@@ -239,10 +239,11 @@ def test_warning_before_the_time_limit(cluster: LocalCluster, tmp_path: Path) ->
         "60",
         "--venv",
         sys.prefix,
+        "--new",  # a session of its own, never one an earlier test left running
         env={"GPU_JUPYTER_WARN_LEAD": "50"},
     )
     port, token, job_id = launch.ready()
-    assert "The session ends at " in launch.text()
+    launch.wait_for(r"The session ends at ", 10)  # the line after the URL, maybe not yet written
     launch.wait_for(r"your session ends in 1 minute: save your work", 75)
     assert api_status(port, token) == 200  # the warning stops nothing
     log = (cluster.home / ".gpu-jupyter" / f"job-{job_id}.out").read_text()
