@@ -345,12 +345,13 @@ def _opened_folders() -> Iterator[dict]:
         fcntl.flock(lock, fcntl.LOCK_EX)
         record = json.loads(_OPENED.read_text()) if _OPENED.exists() else {}
         record.setdefault("modes", {})
-        record["holders"] = [p for p in record.get("holders", []) if _alive(p)]
+        record["holders"] = [p for p in record.get("holders", []) if alive(p)]
         yield record
         _OPENED.write_text(json.dumps(record))
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process *pid* exists (of any user)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -19,20 +19,11 @@ import time
 from pathlib import Path
 
 import pytest
+from local_cluster import alive
 
 from helpers import ROOT
 
 FAKE_LSF = ROOT / "tests" / "slurm" / "fake-lsf"
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def fake_lsf_env(tmp_path: Path) -> dict[str, str]:
