@@ -12,7 +12,12 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from grader import autograde, bench, grade_record, intake, sandbox, selftest, similarity
+from grader.stopping import stop_at_once
+
+if __name__ == "__main__":  # a Ctrl-C while the modules below load (seconds): one line
+    stop_at_once("grader")
+
+from grader import autograde, bench, grade_record, intake, sandbox, selftest, similarity  # noqa: E402
 
 Declare = Callable[[argparse.ArgumentParser], None]
 Run = Callable[[Path, argparse.Namespace], int]

@@ -18,7 +18,7 @@ from grader import sandbox
 from grader.batch import Batch, chosen_students, run_classes, table
 from grader.grade_record import stale_students
 from grader.run_lock import assignment_lock
-from grader.stopping import EXIT_STATUS, Stop, stopping
+from grader.stopping import EXIT_STATUS, stopping
 
 _UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
@@ -133,11 +133,14 @@ def _grade(course: Path, args: argparse.Namespace, assignments: list[str]) -> in
     print(f"grading sandbox: {level}: {sandbox.LEVEL_MEANING[level]}", file=sys.stderr)
     for warning in sandbox.environment_warnings():
         print(f"warning: {warning}", file=sys.stderr)
-    if args.slurm:  # the cluster runs the tasks: a Ctrl-C here stops the wait, as before
+    if args.slurm:  # the cluster runs the tasks; a stop cancels the array (grader.slurm)
         from grader.slurm import run_slurm
 
-        stop = Stop()
-        results = [run_slurm(run, students, args.sbatch_option) for run, students in classes]
+        then = "cancelling the Slurm array, then merging what finished"
+        with stopping(speaker="grader", then=then) as stop:
+            results = [
+                run_slurm(run, students, args.sbatch_option, stop=stop) for run, students in classes
+            ]
     else:
         with stopping(speaker="grader", then="merging what finished") as stop:
             results = run_classes(classes, stop=stop)

@@ -13,7 +13,10 @@ back the finished ones, which the benchmark writes as a partial result.
 flight, merges the finished ones and prints the table and the command that
 grades the rest (:mod:`grader.autograde`, exit status 130 or 143).
 The handlers are installed for the run only; the previous ones are put back
-afterwards.
+afterwards. Before the run begins and after it ends (the imports, which take
+seconds, reading the course, printing the table), :func:`stop_at_once` ends
+the command on SIGINT or SIGTERM with one line and the same exit status,
+rather than a ``KeyboardInterrupt`` traceback or a silent death.
 """
 
 from __future__ import annotations
@@ -92,3 +95,25 @@ def stopping(
             timer.cancel()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+class Stopped(SystemExit):
+    """The command was stopped outside a run (:func:`stop_at_once`); its code is the exit status."""
+
+
+def stop_at_once(speaker: str) -> None:
+    """From now on, SIGINT or SIGTERM ends the command with one line and 130 or 143.
+
+    For the stretch outside :func:`stopping`, where no run has anything to
+    end or merge: raising :class:`Stopped` (a ``SystemExit``) still runs the
+    ``finally`` blocks and context managers on the way out, so a lock taken or
+    a child process started is let go.
+    """
+
+    def on_signal(signum: int, _frame: object) -> None:
+        name = signal.Signals(signum).name
+        _say(speaker, f"stopped by {name}")
+        raise Stopped(EXIT_STATUS[name])
+
+    for sig in SIGNALS:
+        signal.signal(sig, on_signal)

@@ -33,6 +33,7 @@ from nbgrader_driver import (
     run_grader,
     run_nbgrader,
 )
+from run_leftovers import run_processes
 
 from grader import processes, sandbox
 
@@ -70,21 +71,6 @@ def _grader(root: Path, args: list[str], output: int = subprocess.PIPE) -> subpr
         stderr=output,
         text=True,
     )
-
-
-def _run_processes(*folders: Path) -> list[str]:
-    """Processes that work in *folders* or were given one in their environment (not ours)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and int(entry.name) != os.getpid():
-                cwd = os.readlink(entry / "cwd")
-                environ = (entry / "environ").read_bytes()
-                if any(cwd.startswith(str(f)) or str(f).encode() in environ for f in folders):
-                    found.append(f"{entry.name}: {(entry / 'cmdline').read_bytes()[:200]!r}")
-        except OSError:
-            pass
-    return found
 
 
 def _kill_kernel_in_hidden_test(folder: Path) -> None:
@@ -191,7 +177,7 @@ def test_ctrl_c_or_sigterm_ends_the_run_with_the_table_and_the_command_and_leave
     assert run.returncode == status, out + err[-3000:]
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
     assert "grade them again with" in out and "student" in out.splitlines()[0], out
-    assert _wait_for(lambda: not _run_processes(root, work), 10), _run_processes(root, work)
+    assert _wait_for(lambda: not run_processes(root, work), 10), run_processes(root, work)
 
 
 def test_nothing_of_a_killed_run_outlives_it(course) -> None:
@@ -204,9 +190,7 @@ def test_nothing_of_a_killed_run_outlives_it(course) -> None:
     finally:
         run.kill()  # SIGKILL: no handler, no clean-up of its own
         run.wait()
-    left = (
-        [] if _wait_for(lambda: not _run_processes(root, work), 15) else _run_processes(root, work)
-    )
+    left = [] if _wait_for(lambda: not run_processes(root, work), 15) else run_processes(root, work)
     for line in left:  # ours: not to be left to the next test
         os.kill(int(line.split(":")[0]), signal.SIGKILL)
     assert in_flight and not left, left

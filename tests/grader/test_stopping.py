@@ -1,7 +1,9 @@
 """grader.stopping: SIGTERM, SIGINT and a deadline stop a benchmark, and only for its duration.
 
 Also the benchmark's record of how far a run got (``complete``, the counts,
-why it stopped) and its check of the class pattern: all without notebooks.
+why it stopped) and its check of the class pattern: all without notebooks;
+and ``python -m grader`` stopped while it starts (its imports take seconds):
+one line and the signal's exit status, never a traceback.
 """
 
 from __future__ import annotations
@@ -9,7 +11,10 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -67,3 +72,40 @@ def test_the_class_pattern_names_known_kinds_only() -> None:
     assert class_pattern("looping,good") == ["looping", "good"]
     with pytest.raises(argparse.ArgumentTypeError, match="loopy"):
         class_pattern("loopy")
+
+
+def _loading_jsonschema(pid: int) -> bool:
+    """Whether process *pid* has begun importing the grader's modules (nbformat's
+    jsonschema, whose compiled part loads about half way through)."""
+    try:
+        return "rpds" in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize(("sent", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_while_the_grader_starts_ends_it_in_one_line(
+    tmp_path: Path, sent: signal.Signals, status: int
+) -> None:
+    (tmp_path / "nbgrader_config.py").write_text("")
+    grader = subprocess.Popen(
+        [sys.executable, "-m", "grader", "--course", str(tmp_path), "autograde", "simt"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        end = time.monotonic() + 60
+        while not _loading_jsonschema(grader.pid) and grader.poll() is None:
+            assert time.monotonic() < end, "the grader never began its imports"
+        loading = grader.poll() is None
+        grader.send_signal(sent)
+        out, err = grader.communicate(timeout=60)
+    finally:
+        grader.kill()
+        grader.wait()
+    assert loading, err
+    assert grader.returncode == status, err
+    assert err.strip() == f"grader: stopped by {sent.name}", err
+    assert not out and not (tmp_path / "grading").exists()
