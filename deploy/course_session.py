@@ -149,12 +149,27 @@ class Session:
             words += [word.format(**values) for word in table[key]]
         return words
 
+    def warning_words(self, scheduler: str | None = None) -> list[str]:
+        """The options that have the scheduler signal the job before its time limit.
+
+        The job passes the signal on to JupyterLab, which warns the student and saves
+        their notebooks: without it the limit kills the session unannounced.
+        """
+        minutes = int(self.settings["warn_minutes"])
+        values = {"warn_minutes": minutes, "warn_seconds": minutes * 60}
+        table = self.settings["warning_options"][scheduler or self.scheduler]
+        return [word.format(**values) for word in table]
+
     def directives(self, request: Request, scheduler: str | None = None) -> list[str]:
         """The same options as job-script lines: ``#SBATCH --mem=...``, ``#BSUB -R "..."``."""
+        return self.as_directives(self.scheduler_words(request, scheduler), scheduler)
+
+    def as_directives(self, words: list[str], scheduler: str | None = None) -> list[str]:
+        """Scheduler options as job-script lines, an option and its values on one line."""
         scheduler = scheduler or self.scheduler
         prefix = "#SBATCH" if scheduler == "slurm" else "#BSUB"
         lines: list[list[str]] = []
-        for word in self.scheduler_words(request, scheduler):
+        for word in words:
             if word.startswith("-"):
                 lines.append([prefix, word])
             else:  # an option's value; LSF reads "#BSUB" lines with double quotes
@@ -176,6 +191,7 @@ class Session:
             "COURSE_DATA_PATH": ":".join(str(edition / p) for p in mode["data_path"]),
             "COURSE_DEFAULT_URL": mode["default_url"],
             "COURSE_IDLE_SECONDS": str(round(float(self.settings["idle_minutes"]) * 60)),
+            "COURSE_WARN_SECONDS": str(int(self.settings["warn_minutes"]) * 60),
         }
 
     def job_body(self, command: str) -> str:
@@ -194,6 +210,7 @@ def main(argv: list[str] | None = None) -> None:
     session = Session(args.site)
     request = session.default_request()
     print("\n".join(session.directives(request, args.scheduler)))
+    print("\n".join(session.as_directives(session.warning_words(args.scheduler), args.scheduler)))
     print(session.job_body("batchspawner-singleuser jupyterhub-singleuser"))
 
 

@@ -45,8 +45,12 @@ def job_logs(user: User) -> str:
 class Hub:
     """The running hub: its URL, an admin token for the test, its log, its students."""
 
-    def __init__(self, cluster: LocalCluster, state: Path, idle_minutes: float) -> None:
+    def __init__(
+        self, cluster: LocalCluster, state: Path, idle_minutes: float, scheduler: str = "slurm"
+    ) -> None:
         self.cluster, self.state, self.idle_minutes = cluster, state, idle_minutes
+        # "lsf": the cluster's LSF stand-in (tests/slurm/fake-lsf) in place of Slurm.
+        self.scheduler = scheduler
         self.url = f"http://127.0.0.1:{free_port()}"
         self.token = secrets.token_hex(24)
         self.log = state / "jupyterhub.log"
@@ -62,7 +66,7 @@ class Hub:
         cluster, state = self.cluster, self.state
         self.site = write_site(
             state / "site.yml",
-            scheduler="slurm",
+            scheduler=self.scheduler,
             edition=str(make_edition(cluster.shared / "edition")),
             choices={"partitions": [cluster.partition]},
             idle_minutes=self.idle_minutes,
@@ -93,7 +97,8 @@ class Hub:
                 [str(HUB), "-f", str(DEPLOY / "jupyterhub" / "jupyterhub_config.py")],
                 cwd=self.state,
                 env={
-                    "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin:/usr/sbin:/sbin",
+                    "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin:/usr/sbin:/sbin"
+                    + (f":{self.cluster.lsf_bin}" if self.scheduler == "lsf" else ""),
                     "LANG": "C.UTF-8",
                     "GPU_COURSE_SITE": str(self.site),
                     "SLURM_CONF": str(self.cluster.slurm_conf),  # a site's is in /etc/slurm
@@ -176,6 +181,13 @@ class Hub:
         raise AssertionError(f"no server for {user.name}:\n" + self.log.read_text()[-4000:])
 
     def jobs_of(self, user: User) -> list[str]:
+        if self.scheduler == "lsf":  # the stand-in's unfinished jobs of the hub
+            result = subprocess.run(
+                ["runuser", "-u", user.name, "--", str(self.cluster.lsf_bin / "bjobs"),
+                 "-noheader", "-o", "jobid", "-J", "gpu-course-hub*"],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            return result.stdout.split()
         result = subprocess.run(
             ["squeue", "-h", "-u", user.name, "-o", "%i"],
             capture_output=True,
@@ -221,14 +233,16 @@ class Hub:
 
 
 def running_hub(
-    tmp_path_factory: pytest.TempPathFactory, idle_minutes: float = IDLE_MINUTES
+    tmp_path_factory: pytest.TempPathFactory,
+    idle_minutes: float = IDLE_MINUTES,
+    scheduler: str = "slurm",
 ) -> Iterator[Hub]:
     """A cluster and the hub on it, for one test module (a fixture's body)."""
     needs_local_slurm()
     if PROXY is None:
         pytest.skip("no configurable-http-proxy: apt-get install node-configurable-http-proxy")
     with LocalCluster(tmp_path_factory.mktemp("cluster")) as cluster:
-        running = Hub(cluster, tmp_path_factory.mktemp("hub"), idle_minutes)
+        running = Hub(cluster, tmp_path_factory.mktemp("hub"), idle_minutes, scheduler)
         try:
             running.start()
             yield running

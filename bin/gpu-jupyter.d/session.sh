@@ -160,7 +160,8 @@ find_lost_submission() { # $1 = the scheduler's answer to the submission
     info "$scheduler did not confirm the submission; checking whether the job exists"
     while (( $(now) < deadline )); do
         ask_login_node "$("${scheduler}_find" "$session_tag")"
-        if [[ $answer_rc == 0 ]]; then
+        # LSF's bjobs says "not found", with an error status, when it lists no job.
+        if [[ $answer_rc == 0 ]] || { [[ -n $answer_rc ]] && "${scheduler}_forgot" "$answer"; }; then
             job_id=$(printf '%s\n' "$answer" | sed -n "s/^\([0-9][0-9]*\)|$session_tag\$/\1/p" | head -n1)
             if [[ -n "$job_id" ]]; then info "the job was created after all"; return 0; fi
             clear=$((clear + 1))

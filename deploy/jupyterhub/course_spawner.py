@@ -54,6 +54,8 @@ LABELS = {
 
 # The job scripts, login shells like bin/gpu-jupyter's (the site's module system is
 # set up there). {{directives}}: the scheduler lines of the student's choice;
+# {{warning}}: the signal before the time limit, which reaches the server itself
+# (start-course.sh ends in exec) and becomes JupyterLab's warning;
 # {{body}}: the course set-up and the server command (Session.job_body).
 SLURM_SCRIPT = """#!/bin/bash -l
 #SBATCH --job-name={{job_name}}
@@ -61,6 +63,7 @@ SLURM_SCRIPT = """#!/bin/bash -l
 #SBATCH --chdir={{homedir}}
 #SBATCH --export={{keepvars}}
 {{directives}}
+{{warning}}
 set -eo pipefail
 {{prologue}}
 {{body}}
@@ -70,6 +73,7 @@ LSF_SCRIPT = """#!/bin/bash -l
 #BSUB -o {{homedir}}/.gpu-course-hub-%J.log
 #BSUB -e {{homedir}}/.gpu-course-hub-%J.log
 {{directives}}
+{{warning}}
 set -eo pipefail
 {{prologue}}
 {{body}}
@@ -157,6 +161,8 @@ class CourseSpawnerMixin(Configurable):
         request = self.session.request(self.user_options or {})
         subvars = {**self.get_req_subvars(), "cmd": self.cmd_formatted_for_batch()}
         subvars["directives"] = "\n".join(self.session.directives(request, self.scheduler))
+        warning = self.session.warning_words(self.scheduler)
+        subvars["warning"] = "\n".join(self.session.as_directives(warning, self.scheduler))
         subvars["body"] = self.session.job_body(subvars["cmd"])
         subvars["job_name"] = self.job_name or JOB_PREFIX
         return format_template(self.batch_script, **subvars)

@@ -36,6 +36,7 @@ c = get_config()  # noqa: F821 (JupyterHub's config loader provides it)
 session = Session(site_file())
 hub = session.settings.get("hub", {})
 DEFAULT_KEEP = [
+    "PATH",
     "SLURM_CONF",
     "LSF_ENVDIR",
     "LSF_SERVERDIR",
@@ -119,8 +120,10 @@ c.JupyterHub.spawner_class = spawner_for(session.scheduler)
 c.Spawner.default_url = session.settings["mode"]["default_url"]
 # runuser (util-linux) as root keeps the hub's environment for sbatch/squeue/scancel.
 c.BatchSpawnerBase.exec_prefix = hub.get("exec_prefix", "runuser -u {username} --")
-# The scheduler's own variables (a configuration outside /etc/slurm, LSF's folders)
-# reach its commands and the job; a site names more in its site file.
+# The scheduler's own variables (where its commands are, a configuration outside
+# /etc/slurm, LSF's folders) reach its commands and the job; a site names more in
+# its site file. JupyterHub keeps no PATH by itself: bsub in LSF's bin folder would
+# not be found.
 c.Spawner.env_keep = [
     *Spawner.env_keep.default(),
     *hub.get("keep_environment", DEFAULT_KEEP),

@@ -1,5 +1,6 @@
 # The students' mode's own Python (beside this file): the Validate that retries
-# (course_validate.py, turned on in jupyter_server_config.d/) and kernels whose
+# (course_validate.py) and the job's time limit for the lab page
+# (course_time_limit.py), both turned on in jupyter_server_config.d/, and kernels whose
 # Unix sockets keep short paths (course_kernels.py; the transport is set in
 # jupyter_server_config.json).
 import sys

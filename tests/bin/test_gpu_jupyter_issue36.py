@@ -5,7 +5,9 @@
   launcher was killed;
 - a submission whose answer is lost (slurmctld stalled) is found once Slurm
   answers again, and a job created after the launcher gave up ends by itself;
-- the scheduler's warning before the run-time limit reaches the student;
+  the same on LSF's stand-in (tests/slurm/fake-lsf), with its warning signal;
+- the scheduler's warning before the run-time limit reaches the student (in
+  tests/bin/test_gpu_jupyter_time_limit.py, with JupyterLab in a browser);
 - a second window's Ctrl-C only detaches; a changed host key is reported once.
 
 Same cluster as tests/bin/test_gpu_jupyter_on_cluster.py (tests/bin/conftest.py).
@@ -226,32 +228,6 @@ def test_job_created_after_the_launcher_gave_up_ends_at_once(
             assert "Traceback" not in log.read_text()
 
 
-def test_warning_before_the_time_limit(cluster: LocalCluster, tmp_path: Path) -> None:
-    """Slurm signals the job (--signal=B:USR1@...) before its limit; the launcher
-    tells the student how long is left."""
-    launch = Launch(
-        cluster,
-        tmp_path / "launch.log",
-        *SMALL_JOB[:-4],  # a one-minute limit instead of ten
-        "--time",
-        "1",
-        "--timeout",
-        "60",
-        "--venv",
-        sys.prefix,
-        "--new",  # a session of its own, never one an earlier test left running
-        env={"GPU_JUPYTER_WARN_LEAD": "50"},
-    )
-    port, token, job_id = launch.ready()
-    launch.wait_for(r"The session ends at ", 10)  # the line after the URL, maybe not yet written
-    launch.wait_for(r"your session ends in 1 minute: save your work", 75)
-    assert api_status(port, token) == 200  # the warning stops nothing
-    log = (cluster.home / ".gpu-jupyter" / f"job-{job_id}.out").read_text()
-    assert "the run-time limit is near" in log
-    assert launch.stop() == 130, launch.text()
-    assert_ended(cluster, job_id, port)
-
-
 def test_second_window_detaches_and_nothing_is_left_in_tmp(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:
@@ -290,3 +266,45 @@ def test_changed_host_key_is_reported_once(cluster: LocalCluster, tmp_path: Path
     assert "changed since your last connection" in text and "ssh-keygen -R" in text
     assert "JupyterLab is ready" not in text
     wait_until(lambda: not set(cluster.squeue().split()) - before, 30, "the job to be cancelled")
+
+
+def test_lsf_lost_submission_answer_is_found(cluster: LocalCluster, tmp_path: Path) -> None:
+    """bsub fails although LSF took the job: the launcher finds it by its description
+    (bsub -Jd) and goes on with that one job."""
+    lose = cluster.lsf_setting("lose-answer")
+    try:
+        launch = Launch(
+            cluster, tmp_path / "launch.log", "--scheduler", "lsf", *SMALL_JOB, "--new",
+            "--venv", sys.prefix,
+        )  # fmt: skip
+        port, token, job_id = launch.ready()
+    finally:
+        lose.unlink()
+    assert "lsf did not confirm the submission" in launch.text()
+    assert "the job was created after all" in launch.text()
+    assert (cluster.home / ".fake-lsf" / f"{job_id}.desc").read_text().startswith("gpuj-")
+    assert api_status(port, token) == 200
+    assert launch.stop() == 130, launch.text()
+    assert_ended(cluster, job_id, port, "lsf")
+
+
+def test_lsf_warning_before_the_time_limit(cluster: LocalCluster, tmp_path: Path) -> None:
+    """bsub -wa USR1 -wt 1: the stand-in signals the job a (shortened) minute before
+    its -W limit; the launcher says so and the session goes on until the limit."""
+    minute = cluster.lsf_setting("minute", "15\n")  # seconds in an LSF minute
+    try:
+        launch = Launch(
+            cluster, tmp_path / "launch.log", "--scheduler", "lsf", *SMALL_JOB[:-4],
+            "--time", "3", "--timeout", "60", "--new", "--venv", sys.prefix,
+            env={"GPU_JUPYTER_WARN_LEAD": "60"},
+        )  # fmt: skip
+        port, token, job_id = launch.ready()
+        launch.wait_for(r"your session ends in 1 minute: save your work", 60)
+    finally:
+        minute.unlink()
+    assert api_status(port, token) == 200  # the warning stops nothing
+    log = (cluster.home / ".gpu-jupyter" / f"job-{job_id}.out").read_text()
+    assert "the run-time limit is near" in log
+    assert launch.process.wait(timeout=60) == 1, launch.text()  # the limit ends it
+    assert "the job ended" in launch.text()
+    assert_ended(cluster, job_id, port, "lsf")

@@ -99,7 +99,9 @@ def test_missing_token_tools_fail_before_login(tmp_path: Path) -> None:
         (bin_dir / tool).symlink_to(found)
     result = run_script("nobody@host.invalid", env={"PATH": str(bin_dir), "HOME": str(tmp_path)})
     assert result.returncode == 1
-    assert "needs python3" in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "needs python3" in lines[0], result.stderr
+    assert "install Python 3" in lines[0] and "apt install python3" in lines[0]
     assert "connecting" not in result.stderr
 
 

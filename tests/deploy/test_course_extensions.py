@@ -6,6 +6,8 @@
   ExchangeError traceback.
 - A student's Validate whose kernel cannot start retries and then says so in a
   sentence (jupyter/student/course_validate.py), not with a Python traceback.
+- The job's warning before its time limit reaches the student's server
+  (jupyter/student/course_time_limit.py), for the lab page's notification.
 
 Each runs a Jupyter server with the mode's configuration from this checkout.
 """
@@ -16,6 +18,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -157,8 +160,56 @@ def test_students_kernels_use_unix_sockets_in_their_runtime_folder(tmp_path: Pat
         assert connection["transport"] == "ipc"
         assert len(connection["ip"]) < 100 and "/kernel-" in connection["ip"]
         assert (Path(connection["ip"]).parent.stat().st_mode & 0o077) == 0  # private
+        # No batch job (./course.sh lab): no time limit, and the lab page asks no more.
+        limit = session.get(server.url("gpu-course/time-limit"), timeout=30).json()
+        assert limit == {"warned": False, "seconds_left": None, "poll_seconds": None}
     finally:
         server.stop()
     # Validate's kernels too (nbgrader reads its own configuration).
     nbgrader = json.loads((ROOT / "jupyter" / "student" / "nbgrader_config.json").read_text())
     assert nbgrader["KernelManager"]["transport"] == "ipc"
+
+
+def test_the_time_limit_warning_comes_with_the_schedulers_signal(tmp_path: Path) -> None:
+    """The job's warning signal (SIGUSR1) reaches the server: the lab page's route says
+    so, with the minutes left; asking it all the time is no activity (idle limit)."""
+    ends_at = time.time() + 3600
+    server = Server(
+        tmp_path,
+        "student",
+        root=tmp_path,
+        COURSE_WARN_SECONDS="600",
+        COURSE_JOB_ENDS_AT=str(ends_at),
+    )
+    try:
+        before = requests.get(server.url("gpu-course/time-limit"), timeout=30).json()
+        assert before["warned"] is False and 3590 <= before["seconds_left"] <= 3600, before
+        active = requests.get(server.url("api/status"), timeout=30).json()["last_activity"]
+        server.proc.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + 20
+        while not (state := requests.get(server.url("gpu-course/time-limit"), timeout=30).json())[
+            "warned"
+        ]:
+            assert time.monotonic() < deadline, state
+            time.sleep(0.3)
+        assert 590 <= state["seconds_left"] <= 600, state  # the signal's time, not the limit's
+        assert server.proc.poll() is None  # Jupyter's own SIGUSR1 answer would only print
+        assert requests.get(server.url("api/status"), timeout=30).json()["last_activity"] == active
+    finally:
+        server.stop()
+    assert "course_time_limit: warned 600.0 s before the limit" in server.log.read_text()
+
+
+def test_without_a_signal_the_warning_comes_from_the_jobs_end(tmp_path: Path) -> None:
+    server = Server(
+        tmp_path,
+        "student",
+        root=tmp_path,
+        COURSE_WARN_SECONDS="600",
+        COURSE_JOB_ENDS_AT=str(time.time() + 300),
+    )
+    try:
+        state = requests.get(server.url("gpu-course/time-limit"), timeout=30).json()
+        assert state["warned"] is True and 290 <= state["seconds_left"] <= 300, state
+    finally:
+        server.stop()

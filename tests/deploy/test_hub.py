@@ -4,7 +4,8 @@ JupyterHub runs as root with the course's configuration and a site file, behind
 Debian's configurable-http-proxy, against the one-machine Slurm of the launch
 tests (tests/slurm/local_cluster.py); its two unix users log in with passwords
 through PAM. A student logs in, fills the spawn form and gets the course in a
-Slurm job: the students' mode, their own copy of the notebooks. The other
+Slurm job: the students' mode, their own copy of the notebooks; the job asks for
+the warning signal before its time limit, and the signal reaches the server. The other
 student cannot reach that server, nor can anyone without logging in. Stopping
 the server cancels the job; an idle server is stopped by jupyterhub-idle-culler,
 which also leaves no job. The same again in a real browser (Debian's headless
@@ -19,6 +20,7 @@ test_hub_resilience.py.
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 from pathlib import Path
 
@@ -71,6 +73,28 @@ def test_students_spawn_through_slurm_and_reach_only_their_own(hub: Hub) -> None
     log = student.home / f".gpu-course-hub-{job}.log"
     assert "start-course: the course in" in log.read_text()
     assert log.stat().st_mode & 0o077 == 0
+
+    # The time-limit warning, sent as Slurm's --signal=B:USR1@... sends it, reaches the
+    # server (start-course.sh ends in exec): its lab page is told, the job goes on.
+    limit = f"{hub.url}/user/{student.name}/gpu-course/time-limit"
+    assert me.get(limit, timeout=30).json()["warned"] is False
+    script = subprocess.run(
+        ["scontrol", "write", "batch_script", job, "-"],
+        env=hub.cluster.env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "\n#SBATCH --signal=B:USR1@600\n" in script.stdout  # asked of Slurm
+    subprocess.run(
+        ["scancel", "--signal=USR1", "--batch", job], env=hub.cluster.env, check=True, timeout=30
+    )
+    deadline = time.monotonic() + 20
+    while not (state := me.get(limit, timeout=30).json())["warned"]:
+        assert time.monotonic() < deadline, state
+        time.sleep(0.5)
+    assert 570 <= state["seconds_left"] <= 600, state
+    assert me.get(f"{hub.url}/user/{student.name}/api/status", timeout=30).status_code == 200
 
     # The other student, and anyone not logged in, cannot reach it.
     them = hub.login(other)

@@ -9,12 +9,15 @@ connection file written) and submits it with sbatch as the student, with the
 options and the environment submit.yml names. Then JupyterLab must answer at
 OnDemand's /node/<host>/<port>/ path with the app's token only, in the
 students' mode, in the student's own copy of the notebooks (a solved exercise
-left as it was), and scancel must leave no job. Slurm is the one-machine
-cluster of the launch tests (tests/slurm/local_cluster.py).
+left as it was); the time-limit signal, sent to the job script as Slurm's
+--signal=B: sends it, must reach JupyterLab and end nothing; and scancel must
+leave no job. Slurm is the one-machine cluster of the launch tests
+(tests/slurm/local_cluster.py).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -28,6 +31,7 @@ import pytest
 import yaml
 from deploy_helpers import (
     APP,
+    Session,
     assert_students_mode,
     make_edition,
     needs_ruby,
@@ -59,7 +63,7 @@ wait_until_port_used() {
     for ((i = 0; i < ${2:-30} * 2; i++)); do port_used "$1" && return 0; sleep 0.5; done
     return 1
 }
-clean_up() { [[ -n "$SCRIPT_PID" ]] && pkill -P "$SCRIPT_PID"; exit "${1:-0}"; }
+clean_up() { [[ -n "$SCRIPT_PID" ]] && pkill -P "$SCRIPT_PID"; pkill -P $$; exit "${1:-0}"; }
 host=$(hostname)
 [[ -e before.sh ]] && source before.sh
 ./script.sh &
@@ -67,7 +71,8 @@ SCRIPT_PID=$!
 [[ -e after.sh ]] && source after.sh
 (umask 077; printf 'host: %s\nport: %s\npassword: %s\n' "$host" "$port" "$password" \
     > connection.yml)
-wait "$SCRIPT_PID"
+wait "$SCRIPT_PID" || clean_up 1
+clean_up
 """
 FORM = {
     "cores": "1",
@@ -121,6 +126,24 @@ def redirect(url: str, token: str) -> str:
     except urllib.error.HTTPError as error:
         return error.headers.get("Location", "")
     return ""
+
+
+def assert_warned_on_signal(cluster: LocalCluster, job_id: str, url: str, token: str) -> None:
+    """The time-limit signal, sent to the job script as Slurm's --signal=B: sends it,
+    reaches JupyterLab (which then warns) and ends nothing."""
+    status, before = get(url, token)
+    assert status == 200 and json.loads(before)["warned"] is False, before
+    signal = ["scancel", "--signal=USR1", "--batch", job_id]
+    subprocess.run(signal, env=cluster.env, check=True, timeout=30)
+    deadline = time.monotonic() + 20
+    while not json.loads(get(url, token)[1] or "{}").get("warned"):
+        assert time.monotonic() < deadline, get(url, token)
+        time.sleep(0.5)
+    warn = int(Session(None).job_environment()["COURSE_WARN_SECONDS"])
+    assert warn - 30 <= json.loads(get(url, token)[1])["seconds_left"] <= warn
+    time.sleep(2)
+    assert get(url.replace("gpu-course/time-limit", "api/status"), token)[0] == 200
+    assert job_id in cluster.squeue()
 
 
 def test_ondemand_session_under_slurm(cluster: LocalCluster) -> None:
@@ -181,7 +204,9 @@ def test_ondemand_session_under_slurm(cluster: LocalCluster) -> None:
         time.sleep(0.5)  # written in one printf; let it land
         info = yaml.safe_load(connection.read_text())
         assert connection.stat().st_mode & 0o077 == 0
-        assert (staged / "course_lab_config.py").stat().st_mode & 0o077 == 0
+        settings = staged / "course_lab_config"
+        assert settings.stat().st_mode & 0o077 == 0
+        assert (settings / "jupyter_server_config.py").stat().st_mode & 0o077 == 0
         base = f"http://127.0.0.1:{info['port']}/node/{info['host']}/{info['port']}/"
         token = str(info["password"])
         assert len(token) == 32
@@ -214,6 +239,7 @@ def test_ondemand_session_under_slurm(cluster: LocalCluster) -> None:
             assert page.status == 200
             cookie = page.headers.get("Set-Cookie", "")  # JupyterLab's login, for this path only
             assert cookie.startswith("username-") and f"Path=/node/{info['host']}/" in cookie
+        assert_warned_on_signal(cluster, job_id, base + "gpu-course/time-limit", token)
     finally:
         subprocess.run(["scancel", job_id], env=cluster.env, check=False)
     deadline = time.monotonic() + 30

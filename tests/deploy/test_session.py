@@ -134,6 +134,20 @@ def test_hub_and_launcher_ask_the_scheduler_the_same(site: Path, scheduler: str)
     )
 
 
+@pytest.mark.parametrize("scheduler", ["slurm", "lsf"])
+def test_hub_and_launcher_ask_for_the_same_warning(scheduler: str) -> None:
+    """The signal before the time limit (JupyterLab's warning): the launcher asks for it
+    on its submit line, the hub and OnDemand in their job scripts, with the same lead."""
+    script = subprocess.run(
+        [str(LAUNCHER), "--dry-run", f"--scheduler={scheduler}", "me@login"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    submit = script.split("# ---- submitted on")[1].splitlines()[1]
+    assert f" {' '.join(Session(None).warning_words(scheduler))} " in f" {submit} ", submit
+
+
 def test_launcher_starts_the_same_mode_and_idle_time() -> None:
     """bin/gpu-jupyter (in a copy of the course) sets the mode and idle time session.yml names."""
     script = subprocess.run(
@@ -156,7 +170,10 @@ def test_ondemand_app_asks_what_the_hub_asks(tmp_path: Path, site: Path, schedul
     session = Session(site)
     submit = yaml.safe_load(render_erb(APP / "submit.yml.erb", CHOICE, site))
     assert submit["batch_connect"] == {"template": "basic"}
-    assert submit["script"]["native"] == session.scheduler_words(session.request(CHOICE))
+    assert submit["script"]["native"] == [
+        *session.scheduler_words(session.request(CHOICE)),
+        *session.warning_words(),
+    ]
     assert submit["script"]["job_environment"] == {
         **session.job_environment(),
         "COURSE_ONDEMAND_ORIGIN": "https://ondemand.example.edu",
@@ -222,7 +239,7 @@ def test_hub_config_loads_with_jupyterhubs_loader(site: Path, tmp_path: Path) ->
     # The documented defaults: runuser (no sudo), the scheduler's variables kept,
     # servers that outlive a restart of the hub.
     assert config.BatchSpawnerBase.exec_prefix == "runuser -u {username} --"
-    assert {"SLURM_CONF", "LSF_ENVDIR", "LSF_SERVERDIR"} <= set(config.Spawner.env_keep)
+    assert {"PATH", "SLURM_CONF", "LSF_ENVDIR", "LSF_SERVERDIR"} <= set(config.Spawner.env_keep)
     assert config.JupyterHub.cleanup_servers is False
 
 

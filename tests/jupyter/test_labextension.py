@@ -1,9 +1,10 @@
 """The course's own JupyterLab extension: its committed build is current and JupyterLab loads it.
 
 The extension (source in ``jupyter/extensions/validate-scope``) shows nbgrader's
-Validate button only on exercises. It ships prebuilt in ``jupyter/data`` so that
-nobody needs Node.js; ``course.sh`` and ``bin/gpu-jupyter`` put that folder on
-``JUPYTER_PATH``. What it does in a browser is checked by tests/jupyter/test_browser.py.
+Validate button only on exercises and warns before a session's time limit. It
+ships prebuilt in ``jupyter/data`` so that nobody needs Node.js; ``course.sh`` and
+``bin/gpu-jupyter`` put that folder on ``JUPYTER_PATH``. What it does in a browser
+is checked by tests/jupyter/test_browser.py and tests/bin/test_gpu_jupyter_time_limit.py.
 """
 
 from __future__ import annotations

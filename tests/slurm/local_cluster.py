@@ -110,6 +110,19 @@ class LocalCluster:
         """The student's home on the cluster: where the launcher's files land."""
         return self.student.home
 
+    @property
+    def lsf_bin(self) -> Path:
+        """The folder of the LSF stand-in's bsub, bjobs and bkill (on the student's PATH)."""
+        return self.student.home / "lsf-bin"
+
+    def lsf_setting(self, name: str, content: str = "") -> Path:
+        """A setting of the LSF stand-in (fake-lsf's header: minute, lose-answer, ID.stat)."""
+        folder = self.student.home / ".fake-lsf"
+        folder.mkdir(exist_ok=True)
+        shutil.chown(folder, self.student.uid, self.student.gid)
+        (folder / name).write_text(content)
+        return folder / name
+
     # -------------------------------------------------------------- start/stop
     def __enter__(self) -> Self:
         try:
@@ -127,7 +140,8 @@ class LocalCluster:
         if self.slurmctld is not None and self.slurmctld.poll() is None:
             self.slurmctld.send_signal(18)  # SIGCONT, in case a test left it stopped
         for job in self.squeue(check=False).split():
-            subprocess.run(["scancel", job], env=self.env, check=False)
+            # a pending array shows as 123_[0-2%1], which scancel does not take: its id does
+            subprocess.run(["scancel", job.split("_")[0]], env=self.env, check=False)
         for process in reversed(self.processes):
             if process.poll() is None:
                 process.terminate()
@@ -169,7 +183,7 @@ class LocalCluster:
         for user in (self.laptop, self.student, self.neighbour):
             add_user(user)
         # The student's login shell says something first, as many clusters do.
-        lsf_bin = self.student.home / "lsf-bin"
+        lsf_bin = self.lsf_bin
         lsf_bin.mkdir()
         for command in ("bsub", "bjobs", "bkill"):
             (lsf_bin / command).symlink_to(HERE / "fake-lsf")

@@ -94,6 +94,16 @@ module GpuCourse
     words
   end
 
+  # The options that have the scheduler signal the job before its time limit;
+  # before.sh passes the signal on to JupyterLab, which warns the student.
+  def self.warning_words(settings, scheduler = settings.fetch("scheduler", "slurm"))
+    minutes = Integer(settings["warn_minutes"])
+    values = { "warn_minutes" => minutes, "warn_seconds" => minutes * 60 }
+    settings["warning_options"].fetch(scheduler).map do |word|
+      word.gsub(/\{(\w+)\}/) { values.fetch(Regexp.last_match(1)).to_s }
+    end
+  end
+
   # What start-course.sh and the app's scripts need in the job.
   def self.job_environment(settings)
     edition = settings.fetch("edition", "/shared/gpu-course")
@@ -109,18 +119,20 @@ module GpuCourse
       "COURSE_DATA_PATH" => mode["data_path"].map { |p| File.join(edition, p) }.join(":"),
       "COURSE_DEFAULT_URL" => mode["default_url"],
       "COURSE_IDLE_SECONDS" => (settings["idle_minutes"].to_f * 60).round.to_s,
+      "COURSE_WARN_SECONDS" => (Integer(settings["warn_minutes"]) * 60).to_s,
       "COURSE_ONDEMAND_ORIGIN" => settings.fetch("ondemand", {}).fetch("origin", "")
     }
   end
 
-  # submit.yml: OnDemand's basic template, the scheduler options and the environment.
+  # submit.yml: OnDemand's basic template, the scheduler options (the warning
+  # signal included) and the environment.
   def self.submit(settings, values)
     request = request(settings, values)
     {
       "batch_connect" => { "template" => "basic" },
       "script" => {
         "job_name" => "gpu-course-ondemand",
-        "native" => scheduler_words(settings, request),
+        "native" => scheduler_words(settings, request) + warning_words(settings),
         "job_environment" => job_environment(settings),
         "copy_environment" => false
       }

@@ -2,9 +2,15 @@
 // format of `sha256sum`. tests/jupyter/test_labextension.py recomputes it, so a source
 // changed without a rebuild (or a build committed without its source) is caught.
 import { createHash } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 
-const SOURCES = ['package.json', 'tsconfig.json', 'src/index.ts'];
+const SOURCES = [
+  'package.json',
+  'tsconfig.json',
+  ...readdirSync('src')
+    .sort()
+    .map(name => `src/${name}`)
+];
 const { outputDir } = JSON.parse(readFileSync('package.json', 'utf8')).jupyterlab;
 const sha256 = path => createHash('sha256').update(readFileSync(path)).digest('hex');
 writeFileSync(
