@@ -57,13 +57,13 @@ c.Autograde.autograde_preprocessors = [
 # graded with the GPUs hidden from the notebook, as on a grader without one:
 # - cnn: its tests check the model's structure and one forward pass against NumPy,
 #   the same on any device;
-# - simt, numba_distance, kernel_patterns: the grader decides their kernels' hidden
+# - simt, numba_distance, kernel_patterns, scan_transfer: the grader decides their kernels' hidden
 #   tests in its own CUDA simulator on every machine (grader.verdicts), so the
 #   notebook's visible tests run in the simulator too and every grader gives
 #   exactly the same points.
 # Many notebooks starting CUDA and compiling for it at once on one GPU grade several
 # times slower. (nbgrader itself ignores this section.)
-c.Grader.without_gpu = ["cnn", "simt", "numba_distance", "kernel_patterns"]
+c.Grader.without_gpu = ["cnn", "simt", "numba_distance", "kernel_patterns", "scan_transfer"]
 
 # What students see in place of the instructor's solution.
 c.ClearSolutions.code_stub = {

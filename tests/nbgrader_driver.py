@@ -14,14 +14,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+from demos import manifest
 from grader.selftest import gradebook_scores as scores
 from grader.selftest import hand_in, nbgrader_env, scratch_course
 from grader.selftest import run_nbgrader as _run_nbgrader
 from helpers import ROOT
 
-ASSIGNMENTS = ["simt", "cupy_port", "numba_distance", "cnn", "multigpu"]
-# The assignments of chapters 4a and 4b (graded in tests/exercises/test_new_assignments.py).
-NEW_ASSIGNMENTS = ["profiling", "kernel_patterns"]
+# The assignments of chapters 4a to 4d, graded in tests/exercises/test_new_assignments.py
+# (scan_transfer's mistakes and cheats in tests/exercises/test_scan_transfer.py) ...
+NEW_ASSIGNMENTS = ["profiling", "kernel_patterns", "scan_transfer"]
+# ... and all the others, the manifest's (demos/course.toml), in the whole grading workflow.
+ASSIGNMENTS = [name for name in manifest.course().assignments if name not in NEW_ASSIGNMENTS]
 __all__ = ["hand_in", "scores"]
 
 

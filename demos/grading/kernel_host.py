@@ -18,7 +18,7 @@ Requests and replies are lines of :mod:`demos.grading.wire` text on stdin and
 stdout: ``define`` (the kernel's checked source and the names it may use),
 ``launch`` (grid, block and arguments: numbers, arrays, or ``{"$guarded":
 buffer, "pad": p}`` for an output surrounded by canaries) and ``report`` (one
-of the counted launches of :mod:`demos.patterns.reports`).
+of the counted launches of :mod:`demos.patterns.reports` or :mod:`.compaction`).
 """
 
 from __future__ import annotations
@@ -118,6 +118,7 @@ class _Session:
         }
 
     def report(self, request: dict) -> dict:
+        from demos.grading import compaction
         from demos.patterns import reports
 
         kernel = self.kernels[request["kernel"]]
@@ -126,6 +127,8 @@ class _Session:
             "block_sum": reports.block_sum_report,
             "weighted_histogram": reports.weighted_histogram_report,
             "block_max": reports.block_max_report,
+            "compaction_count": compaction.count_report,
+            "compaction_scatter": compaction.compact_report,
         }[request["kind"]]
         return {"report": function(kernel, *request["args"], **request.get("kwargs", {}))}
 

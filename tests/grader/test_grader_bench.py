@@ -5,12 +5,13 @@ only the first part of an assignment (:func:`grader.bench.submission`). Its
 timings and score tables mean something only if such a notebook gets that
 part's points and no others. Graded here by real ``nbgrader autograde`` in a
 copy of ``solutions/`` (an instructor-only test) for ``kernel_patterns``,
-``cupy_port``, ``multigpu``, ``profiling``, ``cnn``, ``simt`` and
-``numba_distance``, whose parts are separate problems (a weighted histogram
+``cupy_port``, ``multigpu``, ``profiling``, ``cnn``, ``simt``, ``numba_distance`` and
+``scan_transfer``, whose parts are separate problems (a weighted histogram
 before a block maximum, an affinity matrix before a banded density, a split by
 speed before halos and statistics, a monitor's decisions on the device before
 timelines, a parameter count before the model, which blocks read a point of a
-rod before the heat step, a batched distance kernel before its launch).
+rod before the heat step, a batched distance kernel before its launch, a count of
+each tile's survivors before the scan that places them).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ FIRST_PART = {
     "numba_distance": {"numba-test-kernel": 5.0},
     "profiling": {"prof-test-values": 2.0, "prof-test-syncs": 4.0},
     "cnn": {"cnn-test-params": 2.0},
+    "scan_transfer": {"scan-test-count": 2.0, "scan-test-count-how": 2.0},
 }
 
 

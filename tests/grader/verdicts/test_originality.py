@@ -44,6 +44,7 @@ TRANSFER_ASSIGNMENTS = [
     "numba_distance",
     "profiling",
     "cnn",
+    "scan_transfer",
 ]
 #: The largest share of a solution's lines that one model answer may hold.
 MOST_SHARED_LINES = 1 / 3
