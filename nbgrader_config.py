@@ -8,6 +8,8 @@ the notebooks fall back to NumPy and Numba's CUDA simulator (see demos/grading/)
 
 from pathlib import Path
 
+from demos import manifest
+
 c = get_config()  # noqa: F821  (provided by nbgrader when it reads this file)
 
 c.CourseDirectory.course_id = "gpu-python"
@@ -25,7 +27,7 @@ c.Execute.interrupt_on_timeout = True
 # Keras or CUDA takes one to two seconds to wind down, per notebook graded.
 c.Execute.shutdown_kernel = "immediate"
 
-# Autograde with two replacements (grader/preprocessors.py): the kernel always
+# Autograde with two replacements (grader/integration/preprocessors.py): the kernel always
 # runs in the grading sandbox (also for plain `nbgrader autograde`, with the
 # default limits; `python -m grader autograde` sets its own); the kernel runs
 # only the visible tests, while the hidden tests run in this (the grader's)
@@ -34,27 +36,28 @@ c.Execute.shutdown_kernel = "immediate"
 # stderr output such as a NumbaPerformanceWarning no longer scores a correct
 # test cell 0.
 # Before grading, nbgrader puts back the locked cells (hidden tests included) as
-# the instructor wrote them; grader/restore_cells.py does the same but warns
+# the instructor wrote them; grader/integration/restore_cells.py does the same but warns
 # "checksum ... has changed" only for cells a student really changed.
 c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
-    "grader.restore_cells.RestoreCells",
+    "grader.integration.restore_cells.RestoreCells",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 c.Autograde.autograde_preprocessors = [
-    "grader.preprocessors.GuardedExecute",
+    "grader.integration.preprocessors.GuardedExecute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
-    "grader.preprocessors.SaveAutoGradesWithFlags",
+    "grader.integration.preprocessors.SaveAutoGradesWithFlags",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 
 # `python -m grader autograde` (grader/): assignments whose tests need no GPU are
-# graded with the GPUs hidden from the notebook, as on a grader without one:
+# graded with the GPUs hidden from the notebook, as on a grader without one (those
+# marked ``without_gpu`` in the course manifest, demos/course.toml):
 # - cnn: its tests check the model's structure and one forward pass against NumPy,
 #   the same on any device;
 # - simt, numba_distance, kernel_patterns, scan_transfer: the grader decides their kernels' hidden
@@ -63,7 +66,7 @@ c.Autograde.autograde_preprocessors = [
 #   exactly the same points.
 # Many notebooks starting CUDA and compiling for it at once on one GPU grade several
 # times slower. (nbgrader itself ignores this section.)
-c.Grader.without_gpu = ["cnn", "simt", "numba_distance", "kernel_patterns", "scan_transfer"]
+c.Grader.without_gpu = [a.name for a in manifest.course().assignments.values() if a.without_gpu]
 
 # What students see in place of the instructor's solution.
 c.ClearSolutions.code_stub = {
@@ -77,7 +80,7 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-    "grader.feedback.FeedbackWithoutHiddenTests",
+    "grader.integration.feedback.FeedbackWithoutHiddenTests",
 ]
 
 # `nbgrader zip_collect <assignment>` (README, instructors): files in

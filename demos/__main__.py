@@ -2,7 +2,8 @@
 
 Subcommands live in their own modules and are imported only when chosen, so
 that ``python -m demos info`` does not pay for importing TensorFlow. Each
-module provides ``add_arguments(parser)`` and ``main(args) -> int``.
+module provides ``add_arguments(parser)`` and ``main(args) -> int``; the table of them is
+the course manifest's.
 """
 
 from __future__ import annotations
@@ -11,45 +12,12 @@ import argparse
 import importlib
 import sys
 
-# (words on the command line) -> (module, one-line help)
+from demos import manifest
+
+# (words on the command line) -> (module, one-line help): the course's own commands, then
+# each chapter's benchmarks, from the course manifest (demos/course.toml)
 COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
-    ("info",): ("demos.hardware", "what this machine offers: GPUs, simulator, CuPy, TensorFlow"),
-    ("bench", "distance"): (
-        "demos.benchmarks.distance",
-        "time the distance-matrix backends over sizes",
-    ),
-    ("bench", "kernels"): (
-        "demos.benchmarks.kernels",
-        "the Numba CUDA kernels against the write floor",
-    ),
-    ("bench", "cnn"): ("demos.cnn.bench", "training throughput of the chapter 5 CNN"),
-    ("bench", "multigpu"): ("demos.multigpu.bench", "scaling of the chapter 6 examples over GPUs"),
-    ("bench", "profiling"): (
-        "demos.profiling.bench",
-        "chapter 4a: timing, syncs, timeline, overlap, pool",
-    ),
-    ("bench", "patterns"): ("demos.patterns.bench", "chapter 4b: histograms and sums vs bandwidth"),
-    ("bench", "matmul"): (
-        "demos.patterns.matmul_bench",
-        "chapter 4b: naive vs shared-memory tiled matrix multiply, and cuBLAS",
-    ),
-    ("bench", "inflight"): (
-        "demos.patterns.inflight_bench",
-        "chapter 4b: a sum's read rate by block size and loads in flight",
-    ),
-    ("bench", "lessons"): (
-        "demos.lessons.bench",
-        "the measured lessons: divergence, coalescing, copies, NumPy",
-    ),
-    ("plot",): ("demos.plots", "draw the course figures from benchmark JSON"),
-    ("cluster", "dask"): (
-        "demos.cluster.dask_jobs",
-        "chapter 6 on several nodes: Dask workers as Slurm/LSF jobs, one per GPU",
-    ),
-    ("cluster", "mpi"): (
-        "demos.cluster.mpi_ranks",
-        "chapter 6 on several nodes: one MPI rank per GPU (srun --mpi=pmi2 -n N ...)",
-    ),
+    command.words: (command.module, command.help) for command in manifest.course().commands
 }
 
 

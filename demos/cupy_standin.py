@@ -25,7 +25,9 @@ hand such code these arrays instead, which behave like CuPy's where it trips:
 through the array API's ``__array_namespace__``, and type-based detectors
 (:func:`demos.validation.array_library`) through :attr:`DeviceArray.stand_in_for`.
 :func:`standing_in` makes ``import cupy`` give :data:`module` while a student
-function runs. Importing this module imports nothing of ``demos``.
+function runs. Streams, events, pinned memory and graphs (``xp.cuda``) are in
+:mod:`demos.cupy_standin_streams`, which logs what was issued on which stream.
+Importing this module imports nothing else of ``demos``.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
+
+from demos import cupy_standin_streams as _streams
 
 _MIXING = "the stand-in GPU arrays cannot be mixed with NumPy arrays (as with CuPy): use xp.asarray"
 _IMPLICIT = (
@@ -71,13 +75,60 @@ class DeviceArray:
         raise TypeError(_IMPLICIT)
 
     def _to_host(self, how: str) -> np.ndarray:
+        _streams.get_current_stream().synchronize()  # a value on the host waits for the GPU
         if _recording[0]:
             transfers.append((how, tuple(self._data.shape)))
         return np.array(self._data, copy=True)
 
-    def get(self) -> np.ndarray:
-        """A NumPy copy on the host, like ``cupy.ndarray.get``."""
-        return self._to_host(".get()")
+    def get(
+        self,
+        stream: Any = None,
+        order: str = "C",
+        out: np.ndarray | None = None,
+        blocking: bool = True,
+    ) -> np.ndarray:
+        """A NumPy copy on the host, like ``cupy.ndarray.get``: asynchronous only into pinned
+        *out* with ``blocking=False``, on *stream* (default: the current one)."""
+        if out is None:
+            _streams.issue("copy out", lambda: None, stream, pinned=False, asynchronous=False)
+            return self._to_host(".get()")  # the host waits for the copy
+        if out.shape != self._data.shape:
+            raise ValueError(f"Shape mismatch. Old shape: {out.shape}, new shape: {self.shape}")
+        pinned = isinstance(out, _streams.PinnedArray)
+        _streams.issue(
+            "copy out",
+            lambda data=self._data: np.copyto(out, data),
+            stream,
+            pinned=pinned,
+            asynchronous=pinned and not blocking,
+            host=_address(out),
+        )
+        _streams.hold(out)
+        if blocking:
+            (stream or _streams.get_current_stream()).synchronize()
+        return out
+
+    def set(self, arr: np.ndarray, stream: Any = None) -> None:
+        """Copy host *arr* in, like ``cupy.ndarray.set`` (CuPy 13 and later): on *stream*, default
+        the current one; the host goes on at once only when *arr* is pinned."""
+        if isinstance(arr, DeviceArray) or not isinstance(arr, np.ndarray):
+            raise TypeError("Only numpy.ndarray can be set to cupy.ndarray")
+        if arr.shape != self._data.shape:
+            raise ValueError(f"Shape mismatch. Old shape: {self.shape}, new shape: {arr.shape}")
+        pinned = isinstance(arr, _streams.PinnedArray)
+        target = stream or _streams.get_current_stream()
+        _streams.issue(
+            "copy in",
+            lambda data=self._data: np.copyto(data, arr, casting="unsafe"),
+            target,
+            pinned=pinned,
+            asynchronous=pinned,
+            host=_address(arr),
+            device=id(self._data),
+        )
+        _streams.hold(arr, self._data)
+        if not pinned:
+            target.synchronize()  # from pageable memory the host waits for the copy
 
     def item(self) -> Any:
         return self._to_host(".item()").item()
@@ -127,7 +178,11 @@ class DeviceArray:
         whole = key is Ellipsis or key == slice(None)
         if whole and isinstance(value, np.ndarray) and value.ndim > 0:
             raise ValueError("non-scalar numpy.ndarray cannot be used for fill")
-        self._data[_unwrap(key, host_ok=True)] = _unwrap(value, host_ok=True)
+        data, where, new = self._data, _unwrap(key, host_ok=True), _unwrap(value, host_ok=True)
+        if _streams.capturing_stream() is not None:  # a copy kernel: recorded, run at launch
+            _streams.issue("array op", lambda: data.__setitem__(where, new))
+            return
+        data[where] = new
 
     def __len__(self) -> int:
         return len(self._data)
@@ -143,8 +198,15 @@ class DeviceArray:
         return DeviceArray(self._data.T)
 
 
+_IN_PLACE = {"__iadd__", "__isub__", "__imul__", "__itruediv__", "__ipow__"}
+
+
 def _operator(name: str) -> Callable:
     def method(self: DeviceArray, *args: Any) -> Any:
+        if name in _IN_PLACE and _streams.capturing_stream() is not None:
+            data, plain = self._data, _unwrap(args)  # recorded now, run at each graph launch
+            _streams.issue("array op", lambda: getattr(data, name)(*plain))
+            return self
         return _call(getattr(self._data, name), args, {})
 
     method.__name__ = name
@@ -182,22 +244,75 @@ def _wrap(value: Any) -> Any:
     return value
 
 
+def _address(host: np.ndarray) -> int:
+    return int(host.__array_interface__["data"][0])
+
+
+def _copies(value: Any) -> Any:
+    """*value* with every NumPy array in it copied: a trial run that writes nothing real."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copies(v) for v in value)
+    return value
+
+
 def _call(func: Callable, args: Any, kwargs: dict) -> Any:
-    """Run a NumPy function on the data behind device arrays; the results are device arrays."""
+    """Run a NumPy function on the data behind device arrays; the results are device arrays.
+
+    It is a kernel on the current stream; while that stream captures, the kernel is recorded
+    into the graph and its result is a device array that only a launch of the graph fills."""
     kwargs = {k: _unwrap(v) for k, v in kwargs.items()}
-    return _wrap(func(*_unwrap(tuple(args)), **kwargs))
+    plain = _unwrap(tuple(args))
+    if _streams.capturing_stream() is None:
+        result = _wrap(func(*plain, **kwargs))
+        _streams.issue("array op", lambda: None)
+        return result
+    out = kwargs.get("out")
+    if out is None and isinstance(func, np.ufunc) and len(plain) > func.nin:
+        out = plain[func.nin]  # np.multiply(x, 0.5, x): out given by position
+    if out is not None:  # into an array made before: record, run at launch
+        _streams.issue("array op", lambda: func(*plain, **kwargs))
+        return _wrap(out[0] if isinstance(out, tuple) and len(out) == 1 else out)
+    trial = func(*_copies(plain), **_copies(kwargs))  # shape and dtype; nothing real written
+    if trial is None:  # it writes into an argument (np.copyto): record, run at launch
+        _streams.issue("array op", lambda: func(*plain, **kwargs))
+        return None
+    shape_of = np.asarray(trial)  # the values come at launch
+    holder = (
+        np.full_like(shape_of, np.nan) if shape_of.dtype.kind in "fc" else np.zeros_like(shape_of)
+    )
+
+    def run() -> None:
+        holder[...] = func(*plain, **kwargs)
+
+    _streams.issue("array op", run)
+    return DeviceArray(holder)
 
 
 def asarray(value: Any, dtype: Any = None) -> DeviceArray:
-    """Copy host data to the "device" (like ``cupy.asarray``)."""
+    """Copy host data to the "device" (like ``cupy.asarray``), on the current stream."""
     if isinstance(value, DeviceArray):
         return value if dtype is None else DeviceArray(value._data.astype(dtype))
-    return DeviceArray(np.array(value, dtype=dtype, copy=True))
+    pinned = isinstance(value, _streams.PinnedArray)
+    data = np.array(value, dtype=dtype, copy=True).view(np.ndarray)
+    host = _address(value) if isinstance(value, np.ndarray) else None
+    _streams.issue(
+        "copy in", lambda: None, pinned=pinned, asynchronous=pinned, host=host, device=id(data)
+    )
+    _streams.hold(value, data)
+    return DeviceArray(data)
 
 
-def asnumpy(value: Any) -> np.ndarray:
-    """Copy device data to the host (like ``cupy.asnumpy``)."""
-    return value._to_host("asnumpy()") if isinstance(value, DeviceArray) else np.asarray(value)
+def asnumpy(
+    value: Any, stream: Any = None, order: str = "C", out: Any = None, *, blocking: bool = True
+) -> np.ndarray:
+    """Copy device data to the host (like ``cupy.asnumpy``: into *out* on *stream* if given)."""
+    if not isinstance(value, DeviceArray):
+        return np.asarray(value)
+    if stream is None and out is None and blocking:
+        return value._to_host("asnumpy()")
+    return value.get(stream=stream, order=order, out=out, blocking=blocking)
 
 
 def get_array_module(*arrays: Any) -> types.ModuleType:
@@ -209,6 +324,7 @@ class _StandinModule(types.ModuleType):
     """``xp`` for device arrays: NumPy's functions, taking and giving device arrays."""
 
     ndarray = DeviceArray
+    cuda = _streams.cuda  # streams, events, graphs: a log of what went where, no clock
     asarray = staticmethod(asarray)
     array = staticmethod(asarray)
     asnumpy = staticmethod(asnumpy)

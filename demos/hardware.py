@@ -263,8 +263,9 @@ def require_gpu(what: str) -> None:
     if not has_gpu():
         raise GPUUnavailableError(
             f"{what} needs an NVIDIA CUDA GPU, but {no_gpu_reason()}. "
-            "Run it on a GPU node (see the README's cluster section), or use the NumPy / "
-            "Numba-CPU versions and the CUDA simulator (NUMBA_ENABLE_CUDASIM=1) on this machine."
+            "Run it on a GPU node (docs/students.md, 'Running on a GPU cluster'), or use "
+            "the NumPy / Numba-CPU versions and the CUDA simulator (NUMBA_ENABLE_CUDASIM=1) "
+            "on this machine."
         )
 
 

@@ -12,7 +12,7 @@ only the code cells print them.
 
 When the environment variable ``DEMOS_LIVE_LOG`` names a file, every table is
 also appended to it as one JSON line (the GPU-node notebook tool collects
-them for BENCHMARKS.md).
+them for the benchmarks page, docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ def reference_or_explain(file: str, make: str, *keys: str) -> Reference | None:
     found = reference(file, *keys)
     if found is None:
         print(
-            f"The H200 reference for this table (demos/results/{file}) has not been "
+            f"The reference for this table (demos/results/{file}) has not been "
             f"measured yet. To make it on a GPU node: {make}."
         )
     return found

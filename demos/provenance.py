@@ -14,7 +14,7 @@ lives in a sidecar next to them (``measurements.provenance.json``).
 
 A result is *stale* when the sources it names have changed since it was
 measured, or when it was measured before this record existed (``source_hash``
-null): :func:`stale_results` lists them, and BENCHMARKS.md says which they are.
+null): :func:`stale_results` lists them, and the benchmarks page (docs/benchmarks.md) lists them.
 """
 
 from __future__ import annotations

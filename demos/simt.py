@@ -1,12 +1,20 @@
 """The SIMT model in its smallest form: one loop, rewritten as one thread per element.
 
-Chapter 2 of the course contrasts a CPU loop that walks over an array one
-element after another with a CUDA kernel in which each *thread* handles one
-element and the loop disappears into the launch configuration (blocks of
-threads in a grid). Both versions live here so that the notebook, the
-exercise tests and the chapter text all use the same code. The kernels are
-tiny on purpose: they also run in Numba's CUDA simulator, where every CUDA
-thread is a Python thread, so keep arrays small (a few hundred elements) there.
+Chapter 2 contrasts a CPU loop that walks over an array one element after
+another with a CUDA kernel in which each *thread* handles one element and the
+loop disappears into the launch configuration (blocks of threads in a grid).
+What the chapters call from here: :func:`add_to_loop` (chapter 2 prints and
+runs it), :func:`thread_coordinates` (chapter 2's table of which thread takes
+which element) and :func:`draw_launch` (the launch pictures of chapters 1
+and 2). The kernel side, :func:`add_to_kernel` with :func:`blocks_for` and
+:func:`add_to`, and :func:`divergent_kernel`, is what the chapter has students
+write themselves (their model answers, with the checks, are in
+:mod:`demos.checks`): it is kept here as the course's reference, tested against
+the loop and NumPy (``tests/demos/test_simt.py``), and it is what the grader
+recognises when a submission imports the course's code instead of writing its
+own. The kernels are tiny on purpose: they also run in Numba's CUDA simulator,
+where every CUDA thread is a Python thread, so keep arrays small (a few hundred
+elements) there.
 """
 
 from __future__ import annotations

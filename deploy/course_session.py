@@ -6,8 +6,9 @@ site file on top (``deploy/site.example.yml``, copied to
 ``/etc/gpu-course/site.yml`` or named by ``GPU_COURSE_SITE``). A student's
 choice from a form becomes a :class:`Request`, checked against the limits and
 the site's lists before anything reaches a scheduler; :meth:`Session.scheduler_words`
-turns it into scheduler options from the table in session.yml, which the
-OnDemand app reads as well (``ondemand/gpu-course/course.rb``).
+turns it into scheduler options from the table in session.yml (filled in by
+:mod:`demos.cluster.schedulers`, as for the course's other Python consumers),
+which the OnDemand app reads as well (``ondemand/gpu-course/course.rb``).
 
 ``python deploy/course_session.py [--site FILE] [--scheduler lsf]`` prints the job script
 the hub would submit for the default choices: a dry run for an instructor.
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,13 +25,27 @@ from typing import Any
 
 import yaml
 
+from demos.cluster import schedulers
+
 HERE = Path(__file__).resolve().parent
 SESSION_FILE = HERE / "session.yml"
 START_SCRIPT = HERE / "start-course.sh"
 DEFAULT_SITE = Path("/etc/gpu-course/site.yml")
 SCHEDULERS = ("slurm", "lsf")
 # Names a scheduler option may carry: the launcher's rule (bin/gpu-jupyter, is_name).
-NAME = re.compile(r"^[A-Za-z0-9_.+:-]+$")
+NAME = schedulers.NAME
+# The keys of session.yml's scheduler table that a session's job asks for (and gpus
+# or gpus_of_type), in the table's order.
+REQUEST_KEYS = (
+    "always",
+    "job_name",
+    "cores",
+    "memory",
+    "time",
+    "partition",
+    "account",
+    "reservation",
+)
 # The form's lists in the site file, and the request field each one fills.
 CHOICES = {
     "partitions": "partition",
@@ -80,6 +94,23 @@ class Request:
     reservation: str = ""
 
 
+def _refuse_unknown_scheduler_keys(course: dict, site: dict, path: Path) -> None:
+    """A site's scheduler_options may change the words of the keys session.yml has; a key it
+    does not have (an old name such as ``memory_gb``, or a typo) would be read by nobody, so it
+    is refused in one line instead of being ignored."""
+    tables = course["scheduler_options"]
+    known = sorted({key for table in tables.values() for key in table})  # keys jobs ask for
+    for scheduler, table in (site.get("scheduler_options") or {}).items():
+        if scheduler not in tables:
+            raise ValueError(f"{path}: scheduler_options.{scheduler}: no such scheduler")
+        unknown = sorted(set(table or {}) - set(known))
+        if unknown:
+            raise ValueError(
+                f"{path}: scheduler_options.{scheduler} has {', '.join(unknown)}, which no course "
+                f"job reads (the keys are: {', '.join(known)})"
+            )
+
+
 class Session:
     """The course's session description with the site's values on top."""
 
@@ -87,7 +118,10 @@ class Session:
         self.settings: dict[str, Any] = yaml.safe_load(SESSION_FILE.read_text())
         self.site_path = site
         if site is not None:
-            self.settings = _merge(self.settings, yaml.safe_load(site.read_text()) or {})
+            overrides = yaml.safe_load(site.read_text()) or {}
+            _refuse_unknown_scheduler_keys(self.settings, overrides, site)
+            self.settings = _merge(self.settings, overrides)
+        schedulers.check(self.settings["scheduler_options"], site or SESSION_FILE)
         self.scheduler = self.settings.get("scheduler", "slurm")
         if self.scheduler not in SCHEDULERS:
             raise ValueError(f"scheduler must be slurm or lsf, not {self.scheduler!r}")
@@ -137,17 +171,26 @@ class Session:
         return Request(**values)
 
     # ----------------------------------------------------------- the scheduler
-    def scheduler_words(self, request: Request, scheduler: str | None = None) -> list[str]:
-        """The scheduler's command-line options for *request*, from session.yml's table."""
-        table = self.settings["scheduler_options"][scheduler or self.scheduler]
-        values = {**request.__dict__, "memory_mb": request.memory_gb * 1024}
-        words = list(table.get("always", []))
-        for name in ("cores", "gpus", "memory_gb", "hours", "partition", "account", "reservation"):
-            if not values[name]:
-                continue
-            key = "gpus_of_type" if name == "gpus" and request.gpu_type else name
-            words += [word.format(**values) for word in table[key]]
-        return words
+    def table(self, scheduler: str | None = None) -> dict[str, Any]:
+        """One scheduler's words in session.yml (with the site's on top)."""
+        return self.settings["scheduler_options"][scheduler or self.scheduler]
+
+    def job_name(self, consumer: str) -> str:
+        """The name session.yml gives the jobs of *consumer* (hub, ondemand, ...)."""
+        return str(self.settings["job_names"][consumer])
+
+    def scheduler_words(
+        self, request: Request, scheduler: str | None = None, job_name: str = ""
+    ) -> list[str]:
+        """The scheduler's command-line options for *request* (and the job's name, if given)."""
+        values = {
+            **request.__dict__,
+            "memory_mb": schedulers.memory_mb(request.memory_gb),
+            "walltime": schedulers.walltime(request.hours * 60),
+            "job_name": job_name,
+        }
+        gpus = "gpus_of_type" if request.gpu_type else "gpus"
+        return schedulers.words(self.table(scheduler), (*REQUEST_KEYS, gpus), values)
 
     def warning_words(self, scheduler: str | None = None) -> list[str]:
         """The options that have the scheduler signal the job before its time limit.
@@ -157,24 +200,17 @@ class Session:
         """
         minutes = int(self.settings["warn_minutes"])
         values = {"warn_minutes": minutes, "warn_seconds": minutes * 60}
-        table = self.settings["warning_options"][scheduler or self.scheduler]
-        return [word.format(**values) for word in table]
+        return schedulers.words(self.table(scheduler), ("warning",), values)
 
-    def directives(self, request: Request, scheduler: str | None = None) -> list[str]:
+    def directives(
+        self, request: Request, scheduler: str | None = None, job_name: str = ""
+    ) -> list[str]:
         """The same options as job-script lines: ``#SBATCH --mem=...``, ``#BSUB -R "..."``."""
-        return self.as_directives(self.scheduler_words(request, scheduler), scheduler)
+        return self.as_directives(self.scheduler_words(request, scheduler, job_name), scheduler)
 
     def as_directives(self, words: list[str], scheduler: str | None = None) -> list[str]:
         """Scheduler options as job-script lines, an option and its values on one line."""
-        scheduler = scheduler or self.scheduler
-        prefix = "#SBATCH" if scheduler == "slurm" else "#BSUB"
-        lines: list[list[str]] = []
-        for word in words:
-            if word.startswith("-"):
-                lines.append([prefix, word])
-            else:  # an option's value; LSF reads "#BSUB" lines with double quotes
-                lines[-1].append(word if NAME.match(word) else f'"{word}"')
-        return [" ".join(line) for line in lines]
+        return schedulers.as_directives(words, self.table(scheduler))
 
     # --------------------------------------------------------------- the job
     def job_environment(self) -> dict[str, str]:

@@ -28,7 +28,8 @@ if not DEPLOY.is_dir():
         allow_module_level=True,
     )
 sys.path[:0] = [str(DEPLOY), str(DEPLOY / "jupyterhub")]
-from course_session import Request, Session  # noqa: E402 (deploy/ is on the path now)
+import render_schedulers  # noqa: E402 (deploy/ is on the path now)
+from course_session import Request, Session  # noqa: E402
 
 __all__ = [
     "APP",
@@ -39,6 +40,7 @@ __all__ = [
     "make_edition",
     "needs_ruby",
     "render_erb",
+    "render_schedulers",
     "write_site",
 ]
 

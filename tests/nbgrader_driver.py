@@ -1,7 +1,7 @@
 """Running nbgrader on a throw-away copy of the course: shared by the grading tests.
 
 The copy, nbgrader's API in an interpreter of its own, hand-ins and the scores
-are grader.selftest's (``python -m grader selftest`` grades the same way); here
+are grader.trials.selftest's (``python -m grader selftest`` grades the same way); here
 are what only the tests need: the grader's command line, page text, a
 gradebook as an earlier review left it, and its rows.
 """
@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 from demos import manifest
-from grader.selftest import gradebook_scores as scores
-from grader.selftest import hand_in, nbgrader_env, scratch_course
-from grader.selftest import run_nbgrader as _run_nbgrader
+from grader.trials.selftest import gradebook_scores as scores
+from grader.trials.selftest import hand_in, nbgrader_env, scratch_course
+from grader.trials.selftest import run_nbgrader as _run_nbgrader
 from helpers import ROOT
 
 # The assignments of chapters 4a to 4d, graded in tests/exercises/test_new_assignments.py
@@ -34,7 +34,7 @@ def make_course(tmp: Path) -> Path:
 
 
 def run_nbgrader(root: Path, steps: list[list[str]], timeout: int | None = None) -> list[dict]:
-    """grader.selftest.run_nbgrader, stopped after 15 minutes."""
+    """grader.trials.selftest.run_nbgrader, stopped after 15 minutes."""
     return _run_nbgrader(root, steps, timeout, wall=900)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.box import Box, open_box, plain_setting
+from grader.sandbox.box import Box, open_box, plain_setting
 from grader.verdicts.kernel_runner import KernelRunner
 
 

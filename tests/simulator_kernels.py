@@ -162,6 +162,8 @@ def coalesced_distance_kernel(x, y, out):
             out[i, j] = acc
 """
 
+# The shuffle loop is written out here, not demos.patterns.warp_reduce.warp_reduce_sum: these
+# cases vary the loop itself (a butterfly, half the lanes), which the shared function cannot.
 WARP_SUM = """
 BLOCK = 64
 WARPS = BLOCK // 32

@@ -4,7 +4,8 @@
 top-level module or a subpackage) imports units of its own layer or below,
 never above, counting imports inside functions too. The core at the bottom
 (the kernel-testing core, the results loader, the GPU timer, the hardware
-probe, ...) imports nothing above it; the chapters' checks and the
+probe, the course manifest, ...) imports nothing above it; the chapters' own
+subpackages are those the manifest names; the chapters' checks and the
 assignments' grading, the two voices that test student code, stand side by
 side at the top and import nothing of each other; ``demos`` never imports
 ``grader``. Neither package has an import cycle between its units, nor between
@@ -17,20 +18,24 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from demos import manifest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("demos", "grader")
 
-#: The layers of ``demos``, bottom first, each a set of units.
-DEMOS_LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
+#: The layers of ``demos`` below the chapters, bottom first, each a set of units.
+LOWER_LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     (
         "core",
         frozenset(
             {
                 "demos",
                 "demos.cupy_standin",
+                "demos.cupy_standin_streams",
                 "demos.gpu_timer",
                 "demos.hardware",
                 "demos.kernel_testing",
+                "demos.manifest",
                 "demos.numba_advice",
                 "demos.provenance",
                 "demos.quiet_import",
@@ -56,19 +61,14 @@ DEMOS_LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         "measuring and showing",
         frozenset({"demos.benchmarks", "demos.live", "demos.notebook", "demos.plots"}),
     ),
-    (
-        "chapters",
-        frozenset(
-            {
-                "demos.cluster",
-                "demos.cnn",
-                "demos.lessons",
-                "demos.multigpu",
-                "demos.patterns",
-                "demos.profiling",
-            }
-        ),
-    ),
+)
+#: The chapters' own subpackages are those the manifest (``demos/course.toml``) names,
+#: less those a lower layer claims (chapters 3 and 4 use ``demos.distance``, an algorithm).
+CHAPTER_UNITS = manifest.course().packages - frozenset().union(*(u for _, u in LOWER_LAYERS))
+#: The layers of ``demos``, bottom first, each a set of units.
+DEMOS_LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
+    *LOWER_LAYERS,
+    ("chapters", CHAPTER_UNITS),
     ("voices", frozenset({"demos.checks", "demos.grading"})),
     ("command line", frozenset({"demos.__main__"})),
 )
@@ -177,7 +177,10 @@ def test_every_unit_of_demos_has_one_layer() -> None:
     named = [u for _, units in DEMOS_LAYERS for u in units]
     assert len(named) == len(set(named)), "a unit is named in two layers"
     actual = {unit(n) for n in MODULES if n.split(".")[0] == "demos"}
-    assert actual == set(named), f"stale or missing: {sorted(actual ^ set(named))}"
+    assert actual == set(named), (
+        f"stale or missing: {sorted(actual ^ set(named))} (a chapter's own subpackage is named "
+        "in its 'packages' in demos/course.toml; any other unit in LOWER_LAYERS)"
+    )
 
 
 def test_no_module_of_demos_imports_a_higher_layer() -> None:
@@ -234,8 +237,10 @@ def test_no_import_cycle_between_modules_at_import_time() -> None:
 def test_the_reader_sees_what_the_layers_rest_on() -> None:
     """The checks above are only as good as the reader: imports in functions and relative ones
     count, imports for type checkers do not."""
-    assert "demos.checks.array_checks" in imports("demos.checks")  # `from demos.checks import x`
-    assert "grader.sandbox" in imports("grader.batch")
-    assert "grader.batch" not in imports("grader.one_student")  # under TYPE_CHECKING only
-    assert "grader.autograde_one" in imports("grader.one_student")  # inside a function
-    assert "grader.autograde_one" not in imports("grader.one_student", import_time_only=True)
+    assert "demos.checks._harness" in imports("demos.checks")  # `from demos.checks._harness import`
+    assert "demos.manifest" in imports("demos.__main__")  # `from demos import manifest`
+    assert "grader.sandbox.isolation" in imports("grader.run.batch")
+    one_student = "grader.run.one_student"
+    assert "grader.run.settings" not in imports(one_student)  # under TYPE_CHECKING only
+    assert "grader.integration.autograde_one" in imports(one_student)  # inside a function
+    assert "grader.integration.autograde_one" not in imports(one_student, import_time_only=True)

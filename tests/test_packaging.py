@@ -58,5 +58,5 @@ def test_constraints_pin_every_direct_dependency():
     missing = [n for n in _pyproject_requirements() if n.replace("_", "-") not in pinned]
     assert not missing, (
         f"requirements/constraints.txt lacks pins for {missing}; "
-        "re-run the compile command in README"
+        "re-run the compile command in docs/developers.md"
     )

@@ -4,10 +4,12 @@ This repository is the instructor's: it holds ``solutions/`` (every solution and
 hidden test), the nbgrader configuration and the grading tools, and must stay
 private. The student edition is a separate folder made from it:
 
-* ``course/`` (the chapters), ``demos/`` (without instructor-only parts), ``bin/``,
-  ``course.sh``, ``pyproject.toml``, ``environment.yml``, ``requirements/``;
-* ``exercises/``: the released notebooks, now the students' own working copies
-  (no nbgrader configuration points at them, so nothing can regenerate them);
+* ``course/`` (the chapters the course manifest, ``demos/course.toml``, lists: a
+  notebook not yet in it stays here), ``demos/`` (without instructor-only parts),
+  ``bin/``, ``course.sh``, ``pyproject.toml``, ``environment.yml``, ``requirements/``;
+* ``exercises/``: the released notebooks of the manifest's assignments, now the
+  students' own working copies (no nbgrader configuration points at them, so nothing
+  can regenerate them); an assignment not yet released stops the build;
 * ``jupyter/common`` and ``jupyter/student``: the student mode of JupyterLab;
   ``jupyter/data``, the course's prebuilt JupyterLab extension, and its source;
 * the tests that check a student's install, and a README written for students.
@@ -24,18 +26,18 @@ Only the Python standard library is needed.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import re
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = ".student-edition"  # marks a folder this tool made, so a rebuild may replace it
 
 # Copied as they are (folders recursively, files alone).
 SHIPPED = [
-    "course",
-    "exercises",
     "demos",
     "bin",
     "course.sh",
@@ -85,6 +87,8 @@ INSTRUCTOR_TESTS = {
     "demos/grading",  # the assignments' test helpers: the instructor's
     "demos/test_provenance.py",
     "docs/test_notebook_format.py",
+    "docs/test_rendered_docs.py",  # the benchmarks page and its renderer: not in the edition
+    "docs/test_site.py",  # the docs site: not in the edition
     "jupyter/test_browser.py",
     "nbgrader_driver.py",  # drives nbgrader through grader.selftest
     "cheating_cases.py",  # the cheating submissions tests/exercises grades, with solutions
@@ -92,6 +96,7 @@ INSTRUCTOR_TESTS = {
     "copy_cases.py",  # honest and copied answers for the grader's copy detection
     "sandbox_box.py",  # the grader's sandbox, for its tests
     "tools/test_edition.py",
+    "tools/test_add_a_chapter.py",  # builds an edition from a copy of the instructor's tree
 }
 INSTRUCTOR_TEST_PATTERN = re.compile(
     r"solutions/|\"solutions\"|nbgrader_config|test_nbgrader|run_grader|local_cluster|fake-lsf"
@@ -100,7 +105,8 @@ INSTRUCTOR_TEST_PATTERN = re.compile(
 )
 # Text that must never reach students.
 FORBIDDEN = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
-# Sections of the instructor README that students need as they are.
+# Sections of the students' guide that the edition's README takes as they are.
+STUDENT_GUIDE = ROOT / "docs" / "students.md"
 README_SECTIONS = ("course", "cluster")
 
 
@@ -110,6 +116,47 @@ class EditionError(RuntimeError):
 
 def _ignore(_folder: str, names: list[str]) -> set[str]:
     return {n for n in names if n in EXCLUDED_NAMES or n.endswith((".pyc", ".egg-info"))}
+
+
+def course_manifest() -> Any:
+    """The course manifest, read by ``demos/manifest.py`` loaded on its own: importing the
+    ``demos`` package would need its dependencies, and this tool needs only the standard
+    library."""
+    spec = importlib.util.spec_from_file_location("course_manifest", ROOT / "demos" / "manifest.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look up the module of their class
+    spec.loader.exec_module(module)
+    try:
+        return module.load(ROOT / "demos" / "course.toml")
+    except module.ManifestError as error:
+        raise EditionError(str(error)) from None
+
+
+def _check_sources(course: Any) -> None:
+    """Every chapter's notebook is there and every assignment is released, or EditionError."""
+    for chapter in course.chapters:
+        if not (ROOT / "course" / chapter.notebook).is_file():
+            raise EditionError(f"chapter {chapter.id}: course/{chapter.notebook} does not exist")
+    for assignment in course.assignments.values():
+        released = Path("exercises") / assignment.name / assignment.notebook
+        if not (ROOT / released).is_file():
+            raise EditionError(
+                f"assignment {assignment.name}: {released} is not released: run "
+                f"nbgrader generate_assignment {assignment.name} first"
+            )
+
+
+def _ship_chapters_and_assignments(course: Any, dest: Path) -> None:
+    """``course/`` with the manifest's chapters only; each assignment's released folder."""
+    chapters = {chapter.notebook for chapter in course.chapters}
+
+    def drafts(folder: str, names: list[str]) -> set[str]:
+        unlisted = {n for n in names if n.endswith(".ipynb") and n not in chapters}
+        return _ignore(folder, names) | (unlisted if Path(folder) == ROOT / "course" else set())
+
+    shutil.copytree(ROOT / "course", dest / "course", ignore=drafts, symlinks=False)
+    for assignment in course.assignments.values():
+        _copy(f"exercises/{assignment.name}", dest)
 
 
 def _copy(rel: str, dest: Path) -> None:
@@ -136,8 +183,8 @@ def student_tests() -> list[Path]:
 
 
 def readme_section(name: str) -> str:
-    """One ``<!-- section:NAME -->`` block of the instructor README, markers removed."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    """One ``<!-- section:NAME -->`` block of the students' guide, markers removed."""
+    text = STUDENT_GUIDE.read_text(encoding="utf-8")
     match = re.search(rf"<!-- section:{name} -->\n(.*?)<!-- /section:{name} -->", text, re.DOTALL)
     return match.group(1).strip() + "\n" if match else ""
 
@@ -186,7 +233,10 @@ def forbidden_text(dest: Path) -> list[str]:
 def build(dest: Path) -> Path:
     """Build the student edition into ``dest``; returns it. Raises EditionError on failure."""
     dest = Path(dest).expanduser()
+    course = course_manifest()
+    _check_sources(course)  # a bad manifest or a missing file stops it before any change
     _prepare(dest)
+    _ship_chapters_and_assignments(course, dest)
     for rel in SHIPPED:
         _copy(rel, dest)
     (dest / "tests").mkdir()

@@ -4,7 +4,10 @@
 # Each scheduler S is a row of functions named S_<column>; the rest of
 # gpu-jupyter calls "${scheduler}_<column>" and knows no scheduler's commands,
 # options or states. (Function names are the table: bash 3.2 has no
-# associative arrays.) The columns:
+# associative arrays.) The options themselves are not written here: they come
+# from the course's one description, deploy/session.yml, rendered into
+# scheduler_options.sh (S_words_<key>, filled in from this script's variables).
+# The columns:
 #
 #   S_program        the command whose presence on the login node means S is there
 #   S_check_options  refuses what S cannot be asked (before anything is sent)
@@ -26,13 +29,54 @@
 # directory; paths are relative to it.
 schedulers="slurm lsf"
 
-# "$1$2" as a header line when the value $2 was given.
-optional_directive() { if [[ -n $2 ]]; then echo "$1$2"; fi; }
-# The --sched-arg options, last: they may override the script's own choices.
-raw_directives() { # $1 = directive prefix
-    local arg
-    for arg in ${sched_args[@]+"${sched_args[@]}"}; do echo "$1 $arg"; done
+# The scheduler's words for the keys $2... of the course's description
+# (deploy/session.yml, rendered into scheduler_options.sh), one a line, in the
+# description's order; a key whose values are empty or 0 adds nothing.
+scheduler_words() { # $1 = scheduler, $2... = keys
+    local s=$1 keys="${1}_keys" key fields field value wanted
+    shift
+    wanted=" $* "
+    for key in ${!keys}; do
+        [[ $wanted == *" $key "* ]] || continue
+        fields="${s}_fields_$key"
+        for field in ${!fields}; do
+            value=${!field-}
+            [[ -n $value && $value != 0 ]] || continue 2
+        done
+        "${s}_words_$key"
+    done
 }
+# Words as a job script's header lines: an option and its values on one line,
+# a value with other characters than a name's in double quotes (LSF reads them so).
+as_directives() { # $1 = scheduler; the words on stdin
+    local word line="" directive="${1}_directive"
+    directive=${!directive}
+    while IFS= read -r word; do
+        if [[ $word == -* ]]; then
+            [[ -z $line ]] || echo "$line"
+            line="$directive $word"
+        elif is_name "$word"; then line+=" $word"
+        else line+=" \"$word\""; fi
+    done
+    [[ -z $line ]] || echo "$line"
+}
+# The words on stdin, quoted for a command line.
+as_arguments() { local word; while IFS= read -r word; do printf ' %q' "$word"; done; }
+# The resources of this session as the job script's header lines.
+course_directives() { # $1 = scheduler
+    local gpu_key=gpus
+    if [[ $1 == lsf && $lsf_gpu_syntax == rusage ]]; then gpu_key=gpus_rusage
+    elif [[ -n $gpu_type ]]; then gpu_key=gpus_of_type; fi
+    scheduler_words "$1" always job_name cores "$gpu_key" memory time partition account \
+        reservation qos constraint | as_directives "$1"
+}
+# The --sched-arg options, last: they may override the script's own choices.
+raw_directives() { # $1 = scheduler
+    local arg directive="${1}_directive"
+    for arg in ${sched_args[@]+"${sched_args[@]}"}; do echo "${!directive} $arg"; done
+}
+# True when the description has words for the key $2 of scheduler $1.
+scheduler_has() { local keys="${1}_keys"; [[ " ${!keys} " == *" $2 "* ]]; }
 lab_stopped="JupyterLab shut down (idle for --idle-timeout, or File > Shut Down)"
 ended_otherwise() { # $1 = final state
     case $1 in
@@ -45,26 +89,15 @@ ended_otherwise() { # $1 = final state
 slurm_program() { echo sbatch; }
 slurm_check_options() { :; }
 slurm_directives() {
-    echo "#SBATCH --job-name=$prog"
-    echo "#SBATCH --nodes=1"
-    echo "#SBATCH --ntasks=1"
-    echo "#SBATCH --cpus-per-task=$cores"
-    if (( gpus > 0 )); then echo "#SBATCH --gres=gpu:${gpu_type:+$gpu_type:}$gpus"; fi
-    echo "#SBATCH --mem=${mem_mb}M"
-    echo "#SBATCH --time=$walltime:00"
-    optional_directive "#SBATCH --partition=" "$queue"
-    optional_directive "#SBATCH --account=" "$account"
-    optional_directive "#SBATCH --reservation=" "$reservation"
-    optional_directive "#SBATCH --qos=" "$qos"
-    optional_directive "#SBATCH --constraint=" "$constraint"
+    course_directives slurm
     # Slurm does not expand $HOME in #SBATCH lines; sbatch runs in that folder.
     echo "#SBATCH --output=$state_dir/job-%j.out"
-    raw_directives "#SBATCH"
+    raw_directives slurm
 }
 # The job script asks for the resources (as the hub's and Open OnDemand's jobs
 # do); the launcher's own options are on the command line: the session's tag
 # and the warning signal to the job script before the run-time limit.
-slurm_submit() { echo "sbatch --parsable --comment=$session_tag --signal=B:USR1@$warn_lead $1"; }
+slurm_submit() { echo "sbatch --parsable$(scheduler_words slurm tag warning | as_arguments) $1"; }
 slurm_job_id_sed() { printf '%s\n' 's/^\([0-9][0-9]*\)\(;.*\)*$/\1/p'; } # "123" or "123;cluster"
 slurm_status() { echo "squeue -h -t all -j $1 -o '%T|%M|%r'"; }
 slurm_state() {
@@ -96,8 +129,8 @@ slurm_ended() {
     return 1
 }
 slurm_cancel() { echo "scancel $1"; }
-slurm_sessions() { echo "squeue -h -u \"\$(id -un)\" -n $prog -o '%i|%T|%M|%N'"; }
-slurm_find() { echo "squeue -h -u \"\$(id -un)\" -n $prog -o '%i|%k'"; }
+slurm_sessions() { echo "squeue -h -u \"\$(id -un)\" -n $job_name -o '%i|%T|%M|%N'"; }
+slurm_find() { echo "squeue -h -u \"\$(id -un)\" -n $job_name -o '%i|%k'"; }
 
 # -------------------------------------------------------------------- LSF
 lsf_program() { echo bsub; }
@@ -105,30 +138,16 @@ lsf_check_options() {
     [[ -z "$gpu_type" || $lsf_gpu_syntax == new ]] \
         || die "--gpu-type needs --lsf-gpu-syntax new (rusage[ngpus_excl_p] cannot name a model)"
     # Refused only when LSF was named: a detected Slurm may honour it.
-    [[ -z "$qos" || $scheduler != lsf ]] || die "--qos exists only for Slurm"
+    [[ -z "$qos" || $scheduler != lsf ]] || scheduler_has lsf qos || die "--qos exists only for Slurm"
 }
 lsf_directives() {
-    echo "#BSUB -J $prog"
-    echo "#BSUB -n $cores"
-    echo "#BSUB -R \"span[hosts=1]\""
-    echo "#BSUB -R \"rusage[mem=${mem_mb}MB]\""
-    echo "#BSUB -M ${mem_mb}MB"
-    if (( gpus > 0 )) && [[ $lsf_gpu_syntax == new ]]; then
-        echo "#BSUB -gpu \"num=$gpus${gpu_type:+:gmodel=$gpu_type}\""
-    elif (( gpus > 0 )); then
-        echo "#BSUB -R \"rusage[ngpus_excl_p=$gpus]\""
-    fi
-    echo "#BSUB -W $walltime"
-    optional_directive "#BSUB -q " "$queue"
-    optional_directive "#BSUB -P " "$account"
-    optional_directive "#BSUB -U " "$reservation"
-    if [[ -n "$constraint" ]]; then echo "#BSUB -R \"select[$constraint]\""; fi
+    course_directives lsf
     echo "#BSUB -o $state_dir/job-%J.out"
     echo "#BSUB -e $state_dir/job-%J.out"
-    raw_directives "#BSUB"
+    raw_directives lsf
 }
 lsf_submit() { # bsub reads #BSUB lines only from a script on stdin
-    echo "bsub -Jd $session_tag -wa USR1 -wt $(( (warn_lead + 59) / 60 )) < $1"
+    echo "bsub$(scheduler_words lsf tag warning | as_arguments) < $1"
 }
 lsf_job_id_sed() { printf '%s\n' 's/^Job <\([0-9][0-9]*\)> is submitted.*/\1/p'; }
 lsf_status() { echo "bjobs -noheader -o \"stat run_time pend_reason delimiter='|'\" $1"; }
@@ -153,5 +172,5 @@ lsf_ended() {
     return 1
 }
 lsf_cancel() { echo "bkill $1"; }
-lsf_sessions() { echo "bjobs -noheader -J $prog -o \"jobid stat run_time exec_host delimiter='|'\""; }
-lsf_find() { echo "bjobs -noheader -a -J $prog -o \"jobid job_description delimiter='|'\""; }
+lsf_sessions() { echo "bjobs -noheader -J $job_name -o \"jobid stat run_time exec_host delimiter='|'\""; }
+lsf_find() { echo "bjobs -noheader -a -J $job_name -o \"jobid job_description delimiter='|'\""; }

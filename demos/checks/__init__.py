@@ -14,55 +14,43 @@ A later cell that runs what the student wrote takes it through
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
+import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from demos.checks import (
-    array_checks,
-    cnn_checks,
-    device_memory_checks,
-    inflight_checks,
-    kernel_checks,
-    multigpu_checks,
-    pattern_checks,
-    profiling_checks,
-    simt_checks,
-)
+from demos import manifest
 from demos.checks._harness import run_check
 
 ANSWERS_DIR = Path(__file__).resolve().parent / "answers"
 
-# name -> (chapter, check); the name is also the function's name in the notebook
-CHECKS: dict[str, tuple[str, Callable[[Any], str]]] = {
-    "blocks_for": ("02", simt_checks.blocks_for),
-    "add_to_kernel": ("02", simt_checks.add_to_kernel),
-    "add_matrices_kernel": ("02", simt_checks.add_matrices_kernel),
-    "warp_cost": ("02", simt_checks.warp_cost),
-    "row_norms": ("03", array_checks.row_norms),
-    "distance_matrix": ("03", array_checks.distance_matrix),
-    "nearest_neighbour": ("03", array_checks.nearest_neighbour),
-    "distance_matrix_chunked": ("03", array_checks.distance_matrix_chunked),
-    "combine_kernel": ("03", array_checks.combine_kernel),
-    "naive_distance_kernel": ("04", kernel_checks.naive_distance_kernel),
-    "coalesced_grid": ("04", kernel_checks.coalesced_grid),
-    "coalesced_distance_kernel": ("04", kernel_checks.coalesced_distance_kernel),
-    "distance_on_device": ("04", device_memory_checks.distance_on_device),
-    "tiled_distance_kernel": ("04", kernel_checks.tiled_distance_kernel),
-    "block_sum_kernel": ("04", kernel_checks.block_sum_kernel),
-    "sync_free_total": ("04a", profiling_checks.sync_free_total),
-    "busy_fraction": ("04a", profiling_checks.busy_fraction),
-    "pipelined_time": ("04a", profiling_checks.pipelined_time),
-    "histogram_atomic": ("04b", pattern_checks.histogram_atomic),
-    "histogram_shared": ("04b", pattern_checks.histogram_shared),
-    "warp_sum": ("04b", pattern_checks.warp_sum),
-    "wide_sum": ("04b", inflight_checks.wide_sum),
-    "tiled_matmul": ("04b", pattern_checks.tiled_matmul),
-    "batch_trial": ("05", cnn_checks.batch_trial),
-    "split_ranges": ("06", multigpu_checks.split_ranges),
-    "matvec_split": ("06", multigpu_checks.matvec_split),
-    "split_sum": ("06", multigpu_checks.split_sum),
+
+class Registered(NamedTuple):
+    """A check as the registry holds it: its chapter's id and the function."""
+
+    chapter: str
+    check: Callable[[Any], str]
+
+
+def _function(entry: manifest.Check) -> Callable[[Any], str]:
+    """The function ``module:function`` names; ImportError in one line if it names none."""
+    module_name, _, function = entry.target.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), function)
+    except (ImportError, AttributeError) as error:
+        raise ImportError(
+            f"demos/course.toml: check {entry.name!r} names {entry.target}, "
+            f"which cannot be imported ({error})"
+        ) from error
+
+
+# name -> (chapter, check), from the course manifest (demos/course.toml); the name is
+# also the function's name in the notebook
+CHECKS: dict[str, Registered] = {
+    name: Registered(entry.chapter, _function(entry))
+    for name, entry in manifest.course().checks.items()
 }
 
 __all__ = [
@@ -99,8 +87,19 @@ def answer_source(name: str) -> str:
 
 
 def show_answer(name: str) -> None:
-    """Print the model answer for *name*. Try first: the check tells you what to fix."""
-    print(answer_source(name))
+    """Print the model answer for *name*. Try first: the check tells you what to fix.
+
+    An answer that calls a device function the course's kernels share (the warp's sum by
+    shuffles) imports it with the comment ``# printed below the answer``; that module is printed
+    after the answer, so that it reads as a whole answer.
+    """
+    source = answer_source(name)
+    print(source)
+    shown = r"^from (demos(?:\.\w+)+) import .*# printed below the answer$"
+    for module in re.findall(shown, source, flags=re.MULTILINE):
+        path = Path(importlib.import_module(module).__file__ or "")
+        print(f"# --- {path.relative_to(ANSWERS_DIR.parents[2])}, imported above ---")
+        print(path.read_text(encoding="utf-8"))
 
 
 def course_version(name: str) -> Any:

@@ -55,10 +55,26 @@ def _first_line(exc: BaseException) -> str:
     return text[0][:300] if text else "(no message)"
 
 
+def refuse_computed_array_sizes(kernel: Any, what: str) -> None:
+    """Raise CheckFailed when *kernel* computes a shared or local array's size, which the
+    simulator runs but a GPU cannot compile (:mod:`demos.patterns.compile_rules`)."""
+    from demos.patterns.compile_rules import computed_array_sizes, computed_size_advice
+    from demos.patterns.simulator import python_function
+
+    try:
+        fn = python_function(kernel)
+    except TypeError:
+        return  # not a kernel: the launch itself says so
+    sizes = computed_array_sizes(fn)
+    if sizes:
+        raise CheckFailed(f"{what}: {computed_size_advice(sizes)}")
+
+
 def launch(kernel: Any, grid: Any, block: Any, *args: Any, what: str, extra: tuple = ()) -> None:
     """Launch a student kernel; turn the simulator's out-of-bounds IndexError into a clear
     sentence. *extra*: what follows grid and block in the launch (a stream, a shared-memory size).
     """
+    refuse_computed_array_sizes(kernel, what)
     try:
         with warnings.catch_warnings():
             # the checks launch tiny grids from host arrays on purpose; Numba's advice
@@ -121,8 +137,20 @@ def compare(
         where = tuple(int(v) for v in wrong[0])
         raise CheckFailed(
             f"{what}: entry {where} is {got[where]!r}, expected {expected[where]!r} "
-            f"({len(wrong)} of {got.size} entries wrong)."
+            f"({len(wrong)} of {got.size} entries wrong).{_nan_hint(got[where], expected[where])}"
         )
+
+
+def _nan_hint(got: Any, expected: Any) -> str:
+    """Why a NaN where a number belongs: the check's inputs lie inside NaN (GuardedInput) and
+    uninitialised memory reads NaN in the simulator, so one of the two happened."""
+    if not (np.isnan(got) and np.isfinite(expected)):
+        return ""
+    return (
+        " NaN means a thread read past the end of an input (the check surrounds every input "
+        "with NaN; on a GPU such a read finds whatever lies there, often zeros that hide it) "
+        "or read memory it never set: is every load guarded by `if i < n`?"
+    )
 
 
 def expect_dtype(got: Any, dtype: Any, what: str) -> None:
@@ -172,6 +200,7 @@ def check_synchronisation(
     from demos.patterns.simulator import AccessLog, simulated
     from demos.patterns.simwarp import WarpError
 
+    refuse_computed_array_sizes(kernel, what)
     log = AccessLog()
     try:
         with warnings.catch_warnings():

@@ -8,7 +8,9 @@ can say which. The kernels with shared memory are first run once in the
 simulator with their barriers and shared accesses watched (see
 :func:`~demos.checks._harness.check_synchronisation`): a barrier that threads
 past the edge skip, or a tile read before every thread has loaded it, gives the
-right numbers in the simulator but not on a GPU.
+right numbers in the simulator but not on a GPU. Every input a kernel reads
+lies inside NaN (:class:`~demos.checks._harness.GuardedInput`): on a GPU a read
+past its end raises nothing and often finds zeros, which a sum would hide.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 
 from demos.checks._harness import (
     CheckFailed,
+    GuardedInput,
     GuardedOutput,
     blocks,
     check_synchronisation,
@@ -51,7 +54,8 @@ def _check_distance(
         out = GuardedOutput((n, m))
         what = f"{n} x {m} output, blocks {block}"
         try:
-            launch(kernel, grid_for(n, m), block, x, y, out.view, what=what)
+            x_in, y_in = GuardedInput(x), GuardedInput(y)
+            launch(kernel, grid_for(n, m), block, x_in.view, y_in.view, out.view, what=what)
             compare(out.fetch(what), want, what)
         except CheckFailed as problem:
             raise CheckFailed(f"{problem} {hint}") from None
@@ -142,7 +146,8 @@ def block_sum_kernel(kernel: Any) -> str:
         n_blocks = blocks(n, threads)
         partial = GuardedOutput((n_blocks,))
         what = f"n = {n}, {n_blocks} block(s) of {threads}"
-        launch(kernel, n_blocks, threads, values, partial.view, what=what)
+        given = GuardedInput(values)  # NaN past the end: an unguarded load spoils the sum
+        launch(kernel, n_blocks, threads, given.view, partial.view, what=what)
         padded = np.zeros(n_blocks * threads)
         padded[:n] = values
         compare(

@@ -101,6 +101,40 @@ def _add_matrices(kernel: Any) -> bool:
     return bool(np.allclose(out, a + b))
 
 
+def _block_scan(kernel: Any, n: int = 141) -> bool:
+    from demos.patterns import scan
+
+    block = scan.block_of(kernel) or scan.BLOCK
+    values = np.random.default_rng(5).integers(-9, 10, n).astype(np.int32)
+    out, totals = np.zeros(n, np.int32), np.zeros(_blocks(n, block), np.int32)
+    kernel[_blocks(n, block), block](values, out, totals)
+    starts = range(0, n, block)
+    right = all(
+        np.array_equal(out[k : k + block], np.cumsum(values[k : k + block])) for k in starts
+    )
+    return right and bool(np.array_equal(totals, [values[k : k + block].sum() for k in starts]))
+
+
+def _add_offsets(kernel: Any, n: int = 323) -> bool:
+    from demos.patterns import scan
+
+    values = np.random.default_rng(6).integers(-9, 10, n).astype(np.int32)
+    got = scan.inclusive_scan(values, scan.block_of(kernel) or 64, add_kernel=kernel)
+    return bool(np.array_equal(got, np.cumsum(values)))
+
+
+def _stencil(kernel: Any, n: int = 101) -> bool:
+    from demos.patterns import stencil
+    from demos.patterns.simulator import python_function
+
+    scope = python_function(kernel).__globals__
+    block, radius = scope.get("BLOCK", 64), scope.get("RADIUS", 1)
+    x = np.random.default_rng(7).random(n).astype(np.float32)
+    out = np.zeros(n, np.float32)
+    kernel[_blocks(n, block), block](x, out)
+    return bool(np.allclose(out, stencil.reference(x, radius), rtol=1e-5))
+
+
 #: kernel name -> what runs it (with the launch of its chapter check) and says if it was right
 LAUNCHES: dict[str, Callable[[Any], bool]] = {
     "add_to_kernel": _add_to,
@@ -121,6 +155,9 @@ LAUNCHES: dict[str, Callable[[Any], bool]] = {
     "patterns.tree_sum_kernel": lambda k: _block_sum(k, np.float32, 900, 256),
     "patterns.warp_sum_kernel": lambda k: _block_sum(k, np.float32, 900, 256),
     "patterns.tiled_matmul_kernel": _matmul,
+    "block_scan": _block_scan,
+    "add_offsets": _add_offsets,
+    "stencil_shared": _stencil,
 }
 
 

@@ -28,10 +28,22 @@ import sys
 import time
 from typing import Any
 
-from demos.cluster import work
+from demos.cluster import schedulers, work
 
 SCHEDULERS = {"slurm": "sbatch", "lsf": "bsub"}
 MEMORY_GB_PER_WORKER = 16  # host memory: a worker's slab of the chapter's mat-vec is 3 GB
+#: dask-jobqueue's own header lines for what the course's description asks instead
+#: (name, partition or queue, account, tasks, cores, memory, run time).
+OWN_LINES = {
+    "slurm": (
+        *("#SBATCH -J ", "#SBATCH -p ", "#SBATCH -A ", "#SBATCH -n ", "#SBATCH -t "),
+        *("#SBATCH --cpus-per-task=", "#SBATCH --mem="),
+    ),
+    "lsf": (
+        *("#BSUB -J ", "#BSUB -q ", "#BSUB -P ", "#BSUB -n ", "#BSUB -W ", "#BSUB -M "),
+        '#BSUB -R "span[hosts=1]"',
+    ),
+}
 
 
 class ClusterError(RuntimeError):
@@ -49,21 +61,6 @@ def detect_scheduler() -> str:
     )
 
 
-def gpu_directives(scheduler: str, gpus: int, lsf_syntax: str = "new") -> list[str]:
-    """The batch options that ask for *gpus* GPUs per job (none for a CPU-only job).
-
-    LSF has two ways to ask, as bin/gpu-jupyter's ``--lsf-gpu-syntax`` says:
-    ``-gpu "num=N"`` where the site enables LSB_GPU_NEW_SYNTAX, else a resource.
-    """
-    if gpus == 0:
-        return []
-    if scheduler == "slurm":
-        return [f"--gres=gpu:{gpus}"]
-    if lsf_syntax == "rusage":
-        return [f'-R "rusage[ngpus_excl_p={gpus}]"']
-    return [f'-gpu "num={gpus}"']
-
-
 def minutes(text: str) -> int:
     """Run time from ``HH:MM`` or a number of minutes, as bin/gpu-jupyter's ``--time`` takes it."""
     hours, _, mins = text.rpartition(":")
@@ -77,10 +74,31 @@ def minutes(text: str) -> int:
     return total
 
 
-def walltime(scheduler: str, text: str) -> str:
-    """The run-time limit in the batch system's own format (Slurm H:MM:SS, LSF H:MM)."""
-    hours, mins = divmod(minutes(text), 60)
-    return f"{hours:02d}:{mins:02d}:00" if scheduler == "slurm" else f"{hours:02d}:{mins:02d}"
+def job_directives(args: argparse.Namespace, cores: int, memory: str) -> list[str]:
+    """The job's batch options from the course's scheduler description (deploy/session.yml).
+
+    Its words for the course's every job, the name, cores, GPUs, memory, run time,
+    partition and account, each option with its values (dask-jobqueue puts them
+    after its own header, whose lines for the same things are skipped: OWN_LINES).
+    LSF has two ways to ask for GPUs, as bin/gpu-jupyter's ``--lsf-gpu-syntax``
+    says: ``-gpu "num=N"`` where the site enables LSB_GPU_NEW_SYNTAX, else a resource.
+    """
+    from dask.utils import parse_bytes
+
+    description = schedulers.description()
+    values = {
+        "job_name": description["job_names"]["dask"],
+        "cores": cores,
+        "gpus": args.gpus_per_job,
+        "memory_mb": -(-parse_bytes(memory) // 2**20),
+        "walltime": schedulers.walltime(minutes(args.time)),
+        "partition": args.queue,
+        "account": args.account,
+    }
+    gpus = "gpus_rusage" if args.scheduler == "lsf" and args.lsf_gpu_syntax == "rusage" else "gpus"
+    keys = ("always", "job_name", "cores", gpus, "memory", "time", "partition", "account")
+    table = description["scheduler_options"][args.scheduler]
+    return schedulers.option_lines(schedulers.words(table, keys, values))
 
 
 def job_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -91,24 +109,19 @@ def job_options(args: argparse.Namespace) -> dict[str, Any]:
         raise ClusterError(
             f"--cores {cores} is fewer than the {workers} workers of a job (one per GPU)"
         )
-    options: dict[str, Any] = {
+    memory = args.memory or f"{MEMORY_GB_PER_WORKER * workers}GiB"
+    return {
         "cores": cores,
         "processes": workers,
-        "memory": args.memory or f"{MEMORY_GB_PER_WORKER * workers}GB",
-        "walltime": walltime(args.scheduler, args.time),
-        "queue": args.queue,
+        "memory": memory,  # also each worker's memory limit
         "python": args.python,
         "interface": args.interface,
         "log_directory": args.log_directory,
         "job_script_prologue": list(args.prologue),
-        "job_extra_directives": gpu_directives(
-            args.scheduler, args.gpus_per_job, args.lsf_gpu_syntax
-        )
-        + list(args.job_arg),
+        "job_directives_skip": list(OWN_LINES[args.scheduler]),
+        "job_extra_directives": job_directives(args, cores, memory) + list(args.job_arg),
         "death_timeout": 60,  # workers stop when this process (their scheduler) is gone
     }
-    options["account" if args.scheduler == "slurm" else "project"] = args.account
-    return options
 
 
 def job_script(args: argparse.Namespace) -> str:
@@ -258,7 +271,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--memory",
         default=None,
-        help=f"memory per job, e.g. 64GB (default: {MEMORY_GB_PER_WORKER}GB per worker)",
+        help=f"memory per job, e.g. 64GiB (default: {MEMORY_GB_PER_WORKER}GiB per worker)",
     )
     parser.add_argument(
         "--time", default="00:30", help="run-time limit per job, HH:MM or minutes (default 00:30)"

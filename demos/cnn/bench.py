@@ -224,7 +224,7 @@ def _measure(
     fit(1)  # compiles
     warmup = time.perf_counter() - started
     fit(repeats, [EpochTimer()])
-    median = float(np.median(seconds))
+    median = float(np.median(seconds))  # one slow repeat (a CPU's other work) moves it little
     return {
         "device": device,
         "backend": keras.backend.backend(),
@@ -235,6 +235,8 @@ def _measure(
         "images_per_second": batch_size * steps / median,
         "data_on_device": resident,
         "repeat_seconds": seconds,
+        "median_seconds": median,
+        "spread": max(seconds) / min(seconds) - 1,  # slowest over fastest repeat, minus one
         "warmup_seconds": warmup,
         "threads": len(os.sched_getaffinity(0))
         if hasattr(os, "sched_getaffinity")
@@ -265,22 +267,12 @@ def _run_child(
             timeout=args.timeout,
         )
     except subprocess.TimeoutExpired:
-        return {
-            "device": device,
-            "batch_size": batch_size,
-            "precision": precision,
-            "error": f"timed out after {args.timeout:.0f} s",
-        }
+        return {**json.loads(spec), "error": f"timed out after {args.timeout:.0f} s"}
     for line in reversed(done.stdout.splitlines()):
         if line.startswith("{"):
             return json.loads(line)
     tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-    return {
-        "device": device,
-        "batch_size": batch_size,
-        "precision": precision,
-        "error": f"exit {done.returncode}: " + " | ".join(tail),
-    }
+    return {**json.loads(spec), "error": f"exit {done.returncode}: " + " | ".join(tail)}
 
 
 def configurations(
@@ -326,6 +318,16 @@ def summarize(results: list[dict[str, Any]], label: str) -> dict[str, dict[str, 
     return {f"{label}, batch 32": batch32, f"{label}, fastest": fastest}
 
 
+BACKEND_NAMES = {"jax": "JAX", "tensorflow": "TensorFlow", "torch": "PyTorch"}
+
+
+def backend_label(results: list[dict[str, Any]]) -> str:
+    """ "Keras 3 on JAX": the backend(s) the measurements ran on, as each child recorded it."""
+    used = sorted({r["backend"] for r in results if "backend" in r})
+    used = used or [os.environ.get("KERAS_BACKEND", "tensorflow")]  # nothing measured yet
+    return "Keras 3 on " + " and ".join(BACKEND_NAMES.get(b, b) for b in used)
+
+
 def main(args: argparse.Namespace) -> int:
     if args.worker:
         spec = json.loads(args.worker)
@@ -351,7 +353,6 @@ def main(args: argparse.Namespace) -> int:
     if "gpu" in devices and not hardware.has_gpu():
         print(f"skipping gpu: {hardware.no_gpu_reason() or 'no GPU found'}", file=sys.stderr)
         devices.remove("gpu")
-    label = args.label or f"Keras 3 on {os.environ.get('KERAS_BACKEND', 'tensorflow')}"
     output = args.output or DEFAULT_OUTPUT_DIR
     stem = "cnn_" + (hardware.gpus()[0].name.replace(" ", "_") if "gpu" in devices else "cpu")
     path = output / f"{stem}.json"
@@ -365,6 +366,7 @@ def main(args: argparse.Namespace) -> int:
         )
         print(f"{device:>4} batch {batch:>5} {precision:<15} {shown}", flush=True)
         results.append(result)
+        label = args.label or backend_label(results)
         # written after every configuration, so a run cut short keeps what it measured
         write_result(
             path,

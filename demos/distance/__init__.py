@@ -76,8 +76,3 @@ def backend(name: str) -> Backend:
     else:
         host = module.distance_matrix
     return Backend(name, host, device, needs)
-
-
-def distance_function(name: str) -> Callable[..., Any]:
-    """The host function ``distance_matrix(points, other=None)`` of backend *name*."""
-    return backend(name).host

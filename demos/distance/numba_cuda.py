@@ -56,6 +56,7 @@ __all__ = [
     "launch_config",
     "naive_kernel",
     "plan_launch",
+    "rows_per_thread_for",
     "tiled_kernel_for",
 ]
 
@@ -65,6 +66,7 @@ __all__ = [
 BEST = {"float32": "quads", "float64": "rows"}
 ROWS_BLOCK = 128  # "rows"/"pairs"/"quads": threads per block, all along the columns
 ROWS_PER_THREAD = {"rows": 16, "pairs": 32, "quads": 32}  # 16..128 are within 5% for pairs/quads
+BLOCKS_PER_SM_AT_LEAST = 4  # a launch with fewer blocks per multiprocessor leaves SMs idle
 MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y (and z)
 ALIGNMENT = 16  # the widest store (quads) needs 16-byte aligned output
 WHAT = "The Numba CUDA distance matrix"
@@ -205,13 +207,34 @@ def _block_for(name: str, spec: KernelSpec, block: Any) -> tuple[int, ...]:
     return (threads,)
 
 
+def rows_per_thread_for(name: str, n: int, column_blocks: int, multiprocessors: int) -> int:
+    """Rows each thread of a tuned kernel walks, chosen for the GPU it runs on.
+
+    More rows per thread share each thread's column point and index arithmetic
+    over more outputs (:data:`ROWS_PER_THREAD`, from the H200 sweep, where 16 to
+    128 are within 5 %), but fewer rows per thread make more blocks. A GPU with
+    more multiprocessors, or a smaller matrix, needs more blocks to give each
+    multiprocessor :data:`BLOCKS_PER_SM_AT_LEAST` of them: the rows per thread
+    shrink until it does. *multiprocessors* 0 (not known: no GPU) keeps the table.
+    """
+    best = ROWS_PER_THREAD[name]
+    if multiprocessors < 1:
+        return best
+    row_chunks = math.ceil(BLOCKS_PER_SM_AT_LEAST * multiprocessors / max(1, column_blocks))
+    return max(1, min(best, n // row_chunks))
+
+
 @functools.lru_cache(maxsize=512)
 def _plan(requested: str, problem: Problem, block: Any, rows_per_thread: int | None) -> Launch:
     """The launch for *problem*, cached: a repeated call of one shape costs a dict lookup."""
     name, reasons = _choose(requested, problem)
     spec = SPECS[name]
     blk = _block_for(name, spec, block)
-    rpt = int(rows_per_thread or ROWS_PER_THREAD[name]) if spec.max_d else None
+    rpt = None
+    if spec.max_d:
+        column_blocks = math.ceil(math.ceil(problem.m / spec.lanes) / blk[0])
+        sms = hardware.multiprocessors()
+        rpt = int(rows_per_thread or rows_per_thread_for(name, problem.n, column_blocks, sms))
     if (rpt is not None and rpt < 1) or min(blk) < 1:
         raise ValueError(f"rows_per_thread and block must be >= 1, got {rows_per_thread}, {block}")
     view = cuda_tuned.widened(problem.out, spec.lanes) if spec.lanes > 1 else None

@@ -13,6 +13,7 @@ the count from the work size (the crossover measured by the benchmark).
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -84,7 +85,22 @@ _NAMES = {
     "float64": ("partial_sums<double, double2>", "small_sum<double>"),
 }
 BLOCK = 256  # threads per block of the partial sums
-BLOCKS_PER_SM = 8  # enough resident threads to keep the memory system busy
+
+
+def blocks_per_multiprocessor(attributes: Mapping[str, int], block: int = BLOCK) -> int:
+    """Blocks of *block* threads that one multiprocessor of this GPU keeps resident at once.
+
+    The sum is memory-bound, so it wants every thread a multiprocessor can hold
+    (8 blocks of 256 on an H100 or H200, which hold 2,048 threads each) and no
+    more: a block beyond that waits for a second wave. *attributes* are CuPy's
+    ``Device.attributes`` (CUDA's per-device limits), so the grid follows the
+    GPU the code runs on instead of the one it was tuned on.
+    """
+    threads = int(attributes["MaxThreadsPerMultiProcessor"])
+    most = int(attributes.get("MaxBlocksPerMultiprocessor", threads // 32))
+    if threads < block or block < 1:
+        raise ValueError(f"a multiprocessor of {threads} threads holds no block of {block}")
+    return min(threads // block, most)
 
 
 @functools.cache
@@ -155,8 +171,9 @@ class SplitSum:
         self.streams, self.partials, self.results, self.joins, self.kernels = [], [], [], [], []
         for dev, chunk in enumerate(chunks):
             with cp.cuda.Device(dev):
-                sms = cp.cuda.Device(dev).attributes["MultiProcessorCount"]
-                blocks = max(1, min(BLOCKS_PER_SM * sms, -(-chunk.size // BLOCK)))
+                limits = cp.cuda.Device(dev).attributes
+                resident = blocks_per_multiprocessor(limits) * limits["MultiProcessorCount"]
+                blocks = max(1, min(resident, -(-chunk.size // BLOCK)))
                 self.streams.append(cp.cuda.Stream(non_blocking=True))
                 self.partials.append(cp.empty(blocks, dtype))
                 self.results.append(cp.empty(1, dtype))

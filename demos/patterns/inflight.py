@@ -24,6 +24,7 @@ from typing import Any
 from numba import cuda, float32
 
 from demos.patterns.simulator import python_function
+from demos.patterns.warp_reduce import warp_reduce_sum
 
 __all__ = ["LOADS", "MAX_LOADS", "blocks_for", "loads_of", "wide_sum", "with_loads"]
 
@@ -46,19 +47,13 @@ def wide_sum(values, partial):
             got[k] = values[i] if i < n else float32(0)  # the last group may pass the end
         for k in range(LOADS):
             acc += got[k]
-    offset = 16
-    while offset > 0:  # the warp's sum
-        acc += cuda.shfl_down_sync(0xFFFFFFFF, acc, offset)
-        offset //= 2
+    acc = warp_reduce_sum(acc)  # the warp's sum, in lane 0
     if lane == 0:
         shared[warp] = acc
     cuda.syncthreads()
     if warp == 0:  # the first warp sums the warps' sums
         acc = shared[lane] if lane < cuda.blockDim.x // 32 else float32(0)
-        offset = 16
-        while offset > 0:
-            acc += cuda.shfl_down_sync(0xFFFFFFFF, acc, offset)
-            offset //= 2
+        acc = warp_reduce_sum(acc)
         if lane == 0:
             partial[cuda.blockIdx.x] = acc
 

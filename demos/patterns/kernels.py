@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32, float64, int32
 
+from demos.patterns.warp_reduce import warp_reduce_sum
+
 __all__ = [
     "BLOCK",
     "histogram",
@@ -134,19 +136,13 @@ def warp_sum_kernel(dtype_name: str = "float32"):
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for i in range(start, values.shape[0], stride):
             acc += values[i]
-        offset = 16
-        while offset > 0:
-            acc += cuda.shfl_down_sync(0xFFFFFFFF, acc, offset)
-            offset //= 2
+        acc = warp_reduce_sum(acc)  # the warp's sum, in lane 0
         if lane == 0:
             shared[warp] = acc
         cuda.syncthreads()
         if warp == 0:
             acc = shared[lane] if lane < warps else acc_type(0)
-            offset = 16
-            while offset > 0:
-                acc += cuda.shfl_down_sync(0xFFFFFFFF, acc, offset)
-                offset //= 2
+            acc = warp_reduce_sum(acc)
             if lane == 0:
                 partial[cuda.blockIdx.x] = acc
 

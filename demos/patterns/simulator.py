@@ -11,7 +11,8 @@ active (or for :func:`simulated`):
 * every ``cuda.shared.array`` call gets its own buffer, also two calls on one
   line (the simulator told them apart by line and gave both the same), a fresh
   one per block, filled with NaN or 0x5A5A as uninitialised memory might be (so is
-  every ``cuda.local.array``: a GPU's registers start with garbage, not zeros);
+  every ``cuda.local.array``: a GPU's registers start with garbage, not zeros, and
+  the dynamic shared memory of ``cuda.shared.array(0, dtype)``, afresh per block);
 * a thread that ends by anything it raised, ``SystemExit`` included, fails the
   launch (the simulator itself passes over all but an ``Exception``);
 * :class:`AccessLog` counts each element read, plain write and atomic of the
@@ -32,6 +33,7 @@ import contextlib
 import functools
 import sys
 import threading
+import types
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -40,6 +42,7 @@ import numpy as np
 
 from demos import hardware
 from demos.patterns import simrace, simwarp
+from demos.patterns.simmemory import dynamic_buffer, local_array, shared_buffer
 from demos.patterns.simrace import is_element, key, state
 
 _lock = threading.Lock()
@@ -69,49 +72,38 @@ def simulated(kernel: Any) -> Any:
 
     Counting is done in the simulator everywhere, so that a check of *how* a
     kernel works gives the same answer on a laptop and on a GPU node. The
-    kernel's module-level ``cuda`` is swapped for the simulator's while it runs;
-    device functions it calls must be simulated too, so graded kernels are
-    written without them.
+    kernel's module-level ``cuda`` is swapped for the simulator's while it runs,
+    and so is every device function it calls (``cuda.jit(device=True)``, such as
+    :func:`demos.patterns.warp_reduce.warp_reduce_sum`), which runs as Python too.
     """
     from numba.cuda.simulator.kernel import FakeCUDAKernel
 
     enable_warp_shuffles(force=True)
-    return FakeCUDAKernel(python_function(kernel), device=False)
+    return FakeCUDAKernel(with_simulated_device_functions(python_function(kernel)), device=False)
 
 
-def _poisoned(shape: Any, dtype: np.dtype) -> np.ndarray:
-    """A new shared or local array holding what uninitialised memory might: NaN, or 0x5A5A."""
-    buffer = np.empty(shape, dtype)
-    buffer.fill(simwarp.undefined_like(buffer.dtype.type(0)))
-    return buffer
+def with_simulated_device_functions(fn: Any) -> Any:
+    """*fn*, or a copy of it whose globals map each device function it names to the simulator's
+    version (compiled device functions cannot be called from Python), recursively."""
+    from numba.cuda.simulator.kernel import FakeCUDAKernel
 
-
-def shared_buffer(shared: Any, shape: Any, dtype: Any, site: tuple) -> np.ndarray:
-    """The buffer of the ``cuda.shared.array`` call at *site* (code, instruction) in this block."""
-    kernelapi = _simulator_module()
-    if isinstance(dtype, kernelapi.types.Type):
-        dtype = kernelapi.numpy_support.as_dtype(dtype)
-    block = tuple(threading.current_thread().blockIdx)
-    with _lock:
-        store = shared.__dict__.setdefault("_course_buffers", {})
-        if store.get("block") != block:  # blocks run one after another: a fresh set for each
-            store.clear()
-            store["block"] = block
-        if site not in store:
-            store[site] = _poisoned(shape, np.dtype(dtype))
-        return store[site]
-
-
-def _local_array(self: Any, shape: Any, dtype: Any, alignment: Any = None) -> np.ndarray:
-    """A ``cuda.local.array`` as registers might start: NaN or 0x5A5A, not ``np.empty``'s zeros."""
-    kernelapi = _simulator_module()
-    if isinstance(dtype, kernelapi.types.Type):
-        dtype = kernelapi.numpy_support.as_dtype(dtype)
-    return _poisoned(shape, np.dtype(dtype))
+    swaps = {}
+    for name in fn.__code__.co_names:
+        value = fn.__globals__.get(name)
+        compiled = getattr(value, "targetoptions", {}).get("device") is True
+        if compiled or getattr(value, "_device", False) is True:
+            inner = with_simulated_device_functions(python_function(value))
+            swaps[name] = FakeCUDAKernel(inner, device=True)
+    if not swaps:
+        return fn
+    scope = {**fn.__globals__, **swaps}
+    return types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
 
 
 def _shared_array(self: Any, shape: Any, dtype: Any, alignment: Any = None) -> np.ndarray:
-    if shape == 0 or alignment is not None:  # dynamic shared memory: the simulator's own
+    if shape == 0:
+        return dynamic_buffer(self, dtype, _original_shared)
+    if alignment is not None:  # the simulator's own answer (it supports no alignment)
         return _original_shared(self, shape, dtype, alignment)
     caller = sys._getframe(1)
     return shared_buffer(self, shape, dtype, (caller.f_code, caller.f_lasti))
@@ -179,7 +171,7 @@ def enable_warp_shuffles(force: bool = False) -> bool:
         if _original_shared is None:
             _original_shared = kernelapi.FakeCUDAShared.array
             kernelapi.FakeCUDAShared.array = _shared_array
-            kernelapi.FakeCUDALocal.array = _local_array
+            kernelapi.FakeCUDALocal.array = local_array
             _original_thread_init = sim_kernel.BlockThread.__init__
             sim_kernel.BlockThread.__init__ = _register_thread
             _original_thread_run = sim_kernel.BlockThread.run
@@ -273,7 +265,9 @@ class AccessLog:
     def _shared_array(self, shared_self: Any, shape: Any, dtype: Any, alignment: Any = None):
         with self._lock:
             self.shared_arrays += 1
-        if shape == 0 or alignment is not None:
+        if shape == 0:
+            return dynamic_buffer(shared_self, dtype, _original_shared)
+        if alignment is not None:
             return _original_shared(shared_self, shape, dtype, alignment)
         caller = sys._getframe(2)
         site = (caller.f_code, caller.f_lasti)

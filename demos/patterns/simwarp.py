@@ -85,7 +85,9 @@ def undefined_like(value: Any) -> Any:
     if kind in "fc":
         return type(value)(np.nan) if isinstance(value, np.generic) else float("nan")
     if kind in "iu":
-        return type(value)(_POISON_INT) if isinstance(value, np.generic) else _POISON_INT
+        if not isinstance(value, np.generic):
+            return _POISON_INT
+        return np.array(_POISON_INT).astype(value.dtype)[()]  # wrapped to fit int8, uint8
     return value
 
 

@@ -11,7 +11,8 @@ job (batchspawner's ``scancel``/``bkill``).
 
 A scheduler that does not answer in time (a busy or restarting slurmctld) may
 still take a submission that its ``sbatch`` reported as failed. Every
-submission therefore carries a name of its own (``gpu-course-hub-<random>``);
+submission therefore carries a name of its own (``gpu-course-hub-<random>``,
+session.yml's ``job_names: hub``);
 when the submit fails or times out, the spawner asks the scheduler for that name
 until it answers (a bounded wait) and takes the job over if it is there. A name
 whose fate is still open when the wait ends is looked up again before the
@@ -39,8 +40,6 @@ from tornado import web
 from traitlets import Float, Unicode, default
 from traitlets.config import Configurable
 
-JOB_PREFIX = "gpu-course-hub"
-
 LABELS = {
     "cores": "CPU cores",
     "gpus": "GPUs",
@@ -53,12 +52,12 @@ LABELS = {
 }
 
 # The job scripts, login shells like bin/gpu-jupyter's (the site's module system is
-# set up there). {{directives}}: the scheduler lines of the student's choice;
+# set up there). {{directives}}: the scheduler lines of the student's choice and
+# the job's name (session.yml's table, the only place that writes them);
 # {{warning}}: the signal before the time limit, which reaches the server itself
 # (start-course.sh ends in exec) and becomes JupyterLab's warning;
 # {{body}}: the course set-up and the server command (Session.job_body).
 SLURM_SCRIPT = """#!/bin/bash -l
-#SBATCH --job-name={{job_name}}
 #SBATCH --output={{homedir}}/.gpu-course-hub-%j.log
 #SBATCH --chdir={{homedir}}
 #SBATCH --export={{keepvars}}
@@ -69,7 +68,6 @@ set -eo pipefail
 {{body}}
 """
 LSF_SCRIPT = """#!/bin/bash -l
-#BSUB -J {{job_name}}
 #BSUB -o {{homedir}}/.gpu-course-hub-%J.log
 #BSUB -e {{homedir}}/.gpu-course-hub-%J.log
 {{directives}}
@@ -160,11 +158,11 @@ class CourseSpawnerMixin(Configurable):
         # made from the spawner's own values and the checked request alone.
         request = self.session.request(self.user_options or {})
         subvars = {**self.get_req_subvars(), "cmd": self.cmd_formatted_for_batch()}
-        subvars["directives"] = "\n".join(self.session.directives(request, self.scheduler))
+        name = self.job_name or self.session.job_name("hub")
+        subvars["directives"] = "\n".join(self.session.directives(request, self.scheduler, name))
         warning = self.session.warning_words(self.scheduler)
         subvars["warning"] = "\n".join(self.session.as_directives(warning, self.scheduler))
         subvars["body"] = self.session.job_body(subvars["cmd"])
-        subvars["job_name"] = self.job_name or JOB_PREFIX
         return format_template(self.batch_script, **subvars)
 
     # ------------------------------------------------- submitting, exactly once
@@ -265,7 +263,7 @@ class CourseSpawnerMixin(Configurable):
             if earlier:
                 self.job_id = self.submitted_job_id = earlier
                 return earlier
-            self.job_name = f"{JOB_PREFIX}-{secrets.token_hex(6)}"
+            self.job_name = f"{self.session.job_name('hub')}-{secrets.token_hex(6)}"
             error: BaseException | None = None
             try:
                 job_id = await super().submit_batch_script()

@@ -46,13 +46,14 @@ def test_lsf_job_script_has_what_bsub_accepts() -> None:
     assert result.returncode == 0, result.stderr
     out = result.stdout
     bsub = [line for line in out.splitlines() if line.startswith("#BSUB")]
+    # In deploy/session.yml's order (the launcher's copy of it: scheduler_options.sh).
     assert bsub == [
+        '#BSUB -R "span[hosts=1]"',
         "#BSUB -J gpu-jupyter",
         "#BSUB -n 8",
-        '#BSUB -R "span[hosts=1]"',
+        '#BSUB -gpu "num=2:gmodel=NVIDIAA100_SXM4_80GB"',
         '#BSUB -R "rusage[mem=32768MB]"',
         "#BSUB -M 32768MB",
-        '#BSUB -gpu "num=2:gmodel=NVIDIAA100_SXM4_80GB"',
         "#BSUB -W 1:30",
         "#BSUB -q gpu_a100",
         "#BSUB -P course42",

@@ -4,15 +4,15 @@
 sha256, the commit, the package versions and the date. These tests check the
 stamp itself (in a throw-away git checkout), that every writer's output and
 every committed result carries one, that the original course's files keep
-their format (the record goes to a sidecar), and that BENCHMARKS.md lists
-exactly the results that are stale: measured before their code last changed.
-A stale result does not fail the suite; an unlisted one does.
+their format (the record goes to a sidecar). The benchmarks page lists the
+stale results (measured before their code last changed) from
+:func:`demos.provenance.stale_results`, and tests/docs/test_rendered_docs.py fails
+while the committed page's list differs; a stale result itself fails nothing.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 from pathlib import Path
 
@@ -139,19 +139,3 @@ def test_the_tensorflow_named_file_says_which_backend_measured_it():
     assert made["keras_backends"]
     if "tensorflow" not in made["keras_backends"]:
         assert made["packages"].get("keras") and "TensorFlow" in made["note"]
-
-
-def listed_as_stale(markdown: str) -> list[str]:
-    """The paths BENCHMARKS.md lists between its stale-results markers."""
-    found = re.search(r"<!-- stale-results -->(.*?)<!-- /stale-results -->", markdown, re.S)
-    assert found, "BENCHMARKS.md has no stale-results list"
-    return re.findall(r"^[-*] `([^`]+)`", found.group(1), flags=re.M)
-
-
-def test_benchmarks_md_lists_exactly_the_stale_results():
-    listed = listed_as_stale((ROOT / "BENCHMARKS.md").read_text(encoding="utf-8"))
-    computed = provenance.stale_results()
-    assert sorted(listed) == computed, (
-        f"stale but not listed: {sorted(set(computed) - set(listed))}; "
-        f"listed but fresh or gone: {sorted(set(listed) - set(computed))}"
-    )

@@ -124,7 +124,7 @@ figure(
 # Published figures (gpu_specs.json names NVIDIA as their source), beside measured rates.
 _PCIE = "pcie_gen5_x16_gb_per_s_both_directions"
 for _chapters, _quoted, _what, _value in [
-    ("01 04 04b", "4.8 TB/s", "memory bandwidth", lambda: spec()["memory_bandwidth_tb_per_s"]),
+    ("01 04 04b 04d", "4.8 TB/s", "memory bandwidth", lambda: spec()["memory_bandwidth_tb_per_s"]),
     ("01", "128 GB/s", "PCIe Gen5 x16, both directions", lambda: spec()[_PCIE]),
     ("01", "64 GB/s", "PCIe Gen5 x16, one direction: half of both", lambda: spec()[_PCIE] / 2),
 ]:
@@ -133,7 +133,7 @@ for _chapter, _quoted, _kind in [
     ("04", "34 TFLOPS", "fp64"),
     ("05", "1,979 TFLOPS", "bf16_tensor_sparse"),
     ("05", "989 TFLOPS", "tf32_tensor_sparse"),
-    ("05", "67 TFLOPS", "fp32"),
+    ("05 04d", "67 TFLOPS", "fp32"),
 ]:
     figure(
         _chapter,

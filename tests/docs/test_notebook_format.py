@@ -16,20 +16,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from demos import manifest
 from helpers import ROOT
 
 NOTEBOOK_DIRS = ("course", "solutions", "exercises")
-CHAPTERS = [
-    "00-getting-started",
-    "01-gpu-history-and-architecture",
-    "02-simt-model",
-    "03-cupy-drop-in",
-    "04-numba-cuda-kernels",
-    "04a-profiling-and-asynchrony",
-    "04b-kernel-patterns",
-    "05-cnn-tensorflow",
-    "06-multiple-gpus",
-]
+# The chapters, in order, as the course manifest (demos/course.toml) lists them.
+CHAPTERS = [Path(chapter.notebook).stem for chapter in manifest.course().chapters]
 
 
 def committed_notebooks() -> list[Path]:

@@ -30,8 +30,8 @@ import pytest
 from cheating_cases import CASES, CELL_SCORES, FLAGGED, SECRET, grade_batch
 from nbgrader_driver import page_text, scores
 
-from grader.graded import cell_errors, cell_scores
-from grader.preprocessors import INTEGRITY_ERROR
+from grader.integration.preprocessors import INTEGRITY_ERROR
+from grader.run.graded import cell_errors, cell_scores
 
 UNTRUSTED = "the grader cannot trust how your code got its answers"
 

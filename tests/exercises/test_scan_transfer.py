@@ -28,7 +28,7 @@ from demos.grading.compaction import (
     expected_counts,
     readings,
 )
-from grader.flags import FLAGS_ENV
+from grader.sandbox.flags import FLAGS_ENV
 from helpers import ROOT
 
 ASSIGNMENT = "scan_transfer"

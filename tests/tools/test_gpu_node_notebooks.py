@@ -4,8 +4,10 @@ Why: on a GPU node `tools/gpu-node/notebooks.sh` is what tells an instructor
 that every chapter runs as a student sees it: no red boxes (stderr output), no
 terminal colour codes, no raw dicts. Its checker and its table maker are
 tested here, and chapters 0 and 2 (the first a new student meets; the whole
-course is executed by nbval in CI, which ignores stderr) are run through them on
-the CPU. The tools are the instructor's: the student edition ships without them.
+course is executed by nbval in CI, which ignores stderr) and 4a (whose checks
+run the CuPy stand-in's streams and graphs) and 4c (whose checks watch the simulator's shared
+memory) are run through them on the CPU.
+The tools are the instructor's: the student edition ships without them.
 """
 
 from __future__ import annotations
@@ -80,7 +82,15 @@ def test_output_check_finds_red_boxes_colour_codes_and_raw_dicts(tmp_path) -> No
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("chapter", ["00-getting-started", "02-simt-model"])
+@pytest.mark.parametrize(
+    "chapter",
+    [
+        "00-getting-started",
+        "02-simt-model",
+        "04a-profiling-and-asynchrony",
+        "04c-scans-and-stencils",
+    ],
+)
 def test_chapter_runs_without_stderr_or_raw_output(chapter: str, tmp_path: Path) -> None:
     executed = tmp_path / f"{chapter}.ipynb"
     source = str(ROOT / "course" / f"{chapter}.ipynb")

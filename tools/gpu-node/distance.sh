@@ -4,7 +4,7 @@
 # quick:     small sizes, the per-call overhead against torch.cdist, the kernel table
 # reference: the sizes shipped in demos/results (~10 min), the chunked run on a
 #            matrix 3.4x the device budget, and the rows/pairs/quads tuning grid
-# Writes the JSON files and PNGs into OUTDIR (BENCHMARKS.md lists them), and the
+# Writes the JSON files and PNGs into OUTDIR (docs/benchmarks.md quotes them), and the
 # original course's measurements*.json derived from the sweep. To ship a new
 # reference, copy the JSON and PNG files into demos/results/ and measurements*.json
 # into demos/ (where the original course's notebook reads them).

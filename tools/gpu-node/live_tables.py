@@ -5,7 +5,8 @@
 Each LIVEDIR (one per machine) holds one ``<chapter>.jsonl`` per executed chapter, written by
 :func:`demos.live.side_by_side` when ``DEMOS_LIVE_LOG`` is set (the GPU-node
 notebook tool sets it). Each table gets the live and reference columns and
-whether the lesson's direction held live, ready to paste into BENCHMARKS.md.
+whether the lesson's direction held live; committed under demos/results/live/, the
+benchmarks page renders them.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 #   tools/gpu-node/notebooks.sh OUTDIR [NOTEBOOK.ipynb ...]     (default: course/*.ipynb)
 # Writes OUTDIR/executed/<name>.ipynb (with outputs: timings, figures),
 # OUTDIR/live/<name>.jsonl (every "your GPU beside the reference" table the chapter printed),
-# OUTDIR/live.md (those tables as Markdown, for BENCHMARKS.md) and
+# OUTDIR/live.md (those tables as Markdown; the benchmarks page renders them from OUTDIR/live/) and
 # OUTDIR/notebooks.txt (one line per notebook: ok or failed, seconds, and why).
 # A notebook fails when a cell raises, or when it shows what a student would take for an
 # error: stderr output (a red box), terminal colour codes or a raw dict (check_outputs.py).

@@ -1,5 +1,7 @@
 from numba import cuda, float32
 
+from demos.patterns.warp_reduce import warp_reduce_sum  # printed below the answer
+
 LOADS = 4  # independent loads per thread and loop iteration: change it and measure
 
 
@@ -17,18 +19,12 @@ def wide_sum(values, partial):
             got[k] = values[i] if i < n else float32(0)  # the last group may pass the end
         for k in range(LOADS):  # only now use them
             acc += got[k]
-    offset = 16
-    while offset > 0:  # sum within the warp: 16, 8, 4, 2, 1
-        acc += cuda.shfl_down_sync(0xFFFFFFFF, acc, offset)
-        offset //= 2
+    acc = warp_reduce_sum(acc)  # sum within the warp: shuffles 16, 8, 4, 2, 1
     if lane == 0:
         shared[warp] = acc
     cuda.syncthreads()
     if warp == 0:  # the first warp sums the warps' sums
         acc = shared[lane] if lane < cuda.blockDim.x // 32 else float32(0)
-        offset = 16
-        while offset > 0:
-            acc += cuda.shfl_down_sync(0xFFFFFFFF, acc, offset)
-            offset //= 2
+        acc = warp_reduce_sum(acc)
         if lane == 0:
             partial[cuda.blockIdx.x] = acc

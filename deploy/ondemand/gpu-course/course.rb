@@ -79,19 +79,27 @@ module GpuCourse
     request
   end
 
+  # The words of the keys of one scheduler's table in session.yml, in the table's order,
+  # each {value} filled in; a key whose values are empty or 0 adds nothing (as
+  # demos/cluster/schedulers.py fills them for the hub).
+  def self.words(table, keys, values)
+    table.each_with_object([]) do |(key, entry), found|
+      next unless keys.include?(key)
+
+      names = entry.join(" ").scan(/\{(\w+)\}/).flatten
+      next if names.any? { |name| [nil, "", 0].include?(values[name]) }
+
+      found.concat(entry.map { |word| word.gsub(/\{(\w+)\}/) { values.fetch(Regexp.last_match(1)).to_s } })
+    end
+  end
+
   # The scheduler's options for a checked request, from session.yml's table.
   def self.scheduler_words(settings, request, scheduler = settings.fetch("scheduler", "slurm"))
-    table = settings["scheduler_options"].fetch(scheduler)
-    values = request.merge("memory_mb" => request["memory_gb"] * 1024)
-    words = table.fetch("always", []).dup
-    %w[cores gpus memory_gb hours partition account reservation].each do |name|
-      value = values[name]
-      next if value.nil? || value == "" || value == 0
-
-      key = name == "gpus" && !request["gpu_type"].empty? ? "gpus_of_type" : name
-      words += table.fetch(key).map { |word| word.gsub(/\{(\w+)\}/) { values.fetch(Regexp.last_match(1)).to_s } }
-    end
-    words
+    hours = request["hours"]
+    values = request.merge("memory_mb" => request["memory_gb"] * 1024, "walltime" => "#{hours}:00")
+    keys = %w[always cores memory time partition account reservation]
+    keys << (request["gpu_type"].empty? ? "gpus" : "gpus_of_type")
+    words(settings["scheduler_options"].fetch(scheduler), keys, values)
   end
 
   # The options that have the scheduler signal the job before its time limit;
@@ -99,9 +107,7 @@ module GpuCourse
   def self.warning_words(settings, scheduler = settings.fetch("scheduler", "slurm"))
     minutes = Integer(settings["warn_minutes"])
     values = { "warn_minutes" => minutes, "warn_seconds" => minutes * 60 }
-    settings["warning_options"].fetch(scheduler).map do |word|
-      word.gsub(/\{(\w+)\}/) { values.fetch(Regexp.last_match(1)).to_s }
-    end
+    words(settings["scheduler_options"].fetch(scheduler), ["warning"], values)
   end
 
   # What start-course.sh and the app's scripts need in the job.
@@ -131,7 +137,7 @@ module GpuCourse
     {
       "batch_connect" => { "template" => "basic" },
       "script" => {
-        "job_name" => "gpu-course-ondemand",
+        "job_name" => settings["job_names"]["ondemand"],
         "native" => scheduler_words(settings, request) + warning_words(settings),
         "job_environment" => job_environment(settings),
         "copy_environment" => false

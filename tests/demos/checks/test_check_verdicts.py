@@ -358,3 +358,25 @@ def test_batch_trial_accepts_whole_numbers_only(batch, ok, measured, capsys) -> 
     assert passes("batch_trial", {"batch_size": batch, "predicted_speedup": 2}) is ok
     said = capsys.readouterr().out
     assert ok or "whole number" in said, said
+
+
+def test_batch_trial_takes_medians_and_says_a_cpu_may_lose_with_a_larger_batch(
+    monkeypatch, capsys
+) -> None:
+    """Why: one repeat per batch size once gave a CPU a ratio far from the truth, and chapter 5
+    had implied a larger batch is never slower on a CPU; it can be."""
+    from demos.cnn import bench
+
+    asked = []
+
+    def fake_measure(device, batch_size, precision, steps, repeats):
+        asked.append(repeats)
+        return {"images_per_second": 100.0 if batch_size == 32 else 42.0}
+
+    monkeypatch.setattr(cnn_checks, "_keras_missing", lambda: False)
+    monkeypatch.setattr(cnn_checks, "_device", lambda: "cpu")
+    monkeypatch.setattr(bench, "measure", fake_measure)
+    assert passes("batch_trial", {"batch_size": 256, "predicted_speedup": 1.2})
+    said = capsys.readouterr().out
+    assert asked == [cnn_checks.REPEATS] * 2 and cnn_checks.REPEATS >= 5
+    assert "0.42 x" in said and f"medians of {cnn_checks.REPEATS}" in said and "slower" in said

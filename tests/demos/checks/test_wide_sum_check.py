@@ -111,7 +111,7 @@ def test_each_mistake_in_the_loop_gets_its_own_sentence(mistake: str, capsys) ->
 
 
 def test_many_threads_adding_into_one_block_sum_is_named_a_race(capsys) -> None:
-    combine = MODEL.index("    offset = 16\n")
+    combine = MODEL.index("    acc = warp_reduce_sum(acc)")
     racy = MODEL[:combine] + "    partial[cuda.blockIdx.x] += acc  # every thread\n"
     ok, said = _verdict(racy, capsys)
     assert not ok and "written 64 times" in said and "let one thread write" in said, said

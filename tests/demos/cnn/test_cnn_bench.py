@@ -71,6 +71,16 @@ def test_tiny_bench_run_writes_valid_json_and_chart(tmp_path):
     assert figure.stat().st_size > 0
 
 
+def test_the_label_names_the_backend_the_children_measured_on(monkeypatch):
+    """Why: the chapter's title says TensorFlow, its references ran on JAX; the file must say."""
+    monkeypatch.setenv("KERAS_BACKEND", "tensorflow")
+    assert bench.backend_label([{"backend": "jax"}, {"error": "x"}]) == "Keras 3 on JAX"
+    assert bench.backend_label([{"backend": "torch"}, {"backend": "jax"}]) == (
+        "Keras 3 on JAX and PyTorch"
+    )
+    assert bench.backend_label([{"error": "timed out"}]) == "Keras 3 on TensorFlow"
+
+
 def test_measure_in_process_keeps_data_on_device_and_restores_the_callers_state():
     keras = pytest.importorskip("keras")
     before = os.sched_getaffinity(0)
@@ -80,6 +90,8 @@ def test_measure_in_process_keeps_data_on_device_and_restores_the_callers_state(
     assert row["data_on_device"] is True and row["steps"] == 2 and len(row["repeat_seconds"]) == 2
     assert row["threads"] == 1  # pinned to one core while measuring
     assert row["images_per_second"] == pytest.approx(16 / statistics.median(row["repeat_seconds"]))
+    assert row["median_seconds"] == pytest.approx(statistics.median(row["repeat_seconds"]))
+    assert row["spread"] >= 0 and row["backend"] == keras.backend.backend()
     assert os.sched_getaffinity(0) == before
     assert keras.mixed_precision.global_policy().name == "float32"
 

@@ -13,7 +13,7 @@ import pytest
 
 from demos import hardware
 from demos.distance import BACKENDS, backend
-from helpers import assert_distances, random_points, to_host
+from helpers import assert_distances, random_points
 
 DTYPES = [np.float32, np.float64]
 SIMULATED = hardware.simulator_enabled()
@@ -98,28 +98,3 @@ def test_device_api_fills_out_from_cupy_inputs(name, dtype, rng):
     assert_distances(device(cp.asarray(x)), x)
     with pytest.raises(TypeError, match="GPU arrays"):
         device(x)
-
-
-def test_compat_modules_keep_the_original_course_interface(rng):
-    from demos.demo_numba_cpu import distance_matrix as numba_cpu_distance
-    from demos.demo_numpy import distance_matrix as numpy_distance
-
-    x = random_points(rng, 17, np.float64)
-    assert_distances(numpy_distance(x), x)
-    assert_distances(numba_cpu_distance(x), x)
-
-
-@pytest.mark.nogpu
-def test_cupy_compat_without_gpu_says_so(rng):
-    from demos.demo_cupy import distance_matrix
-
-    with pytest.raises(hardware.GPUUnavailableError, match="CuPy"):
-        distance_matrix(random_points(rng, 4, np.float64))
-
-
-@pytest.mark.gpu
-def test_cupy_compat_on_gpu(rng):
-    from demos.demo_cupy import distance_matrix
-
-    x = random_points(rng, 257, np.float32)
-    assert_distances(to_host(distance_matrix(x)), x)

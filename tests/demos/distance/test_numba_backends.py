@@ -121,18 +121,6 @@ def test_tiled_covers_more_coordinates_than_a_tile(rng):
 
 
 @on_cuda
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_original_course_kernel_launch(dtype, rng):
-    from demos.demo_numba_gpu import distance_matrix
-
-    n = 9
-    x = random_points(rng, n, dtype)
-    result = np.zeros((n, n), dtype=dtype)
-    distance_matrix[(n, n), (1, 1)](x, result)
-    assert_distances(result, x)
-
-
-@on_cuda
 def test_unknown_kernel_and_host_arrays_are_refused():
     with pytest.raises(ValueError, match="unknown kernel"):
         numba_cuda.distance_matrix(np.zeros((2, 3)), kernel="fastest")
@@ -195,3 +183,20 @@ def test_direct_launch_parameters_are_numbas_array_arguments():
     assert _parameters(layout) == [0, 0, 15, 8, 1 << 20, 3, 5, 40, 8]
     assert _kind(layout) == ("<f8", True, False)
     assert _kind(layout._replace(strides=(48, 8))) == ("<f8", False, False)  # a column slice
+
+
+def test_rows_per_thread_follow_the_gpus_multiprocessors(monkeypatch) -> None:
+    """Why: the table's rows per thread come from an H200 sweep of large matrices; a GPU with more
+    multiprocessors, or a smaller matrix, must still get enough blocks to keep every one busy."""
+    rpt = numba_cuda.rows_per_thread_for
+    assert rpt("quads", 32_768, 64, 132) == 32  # large: the table's value
+    assert rpt("quads", 32_768, 64, 0) == 32  # no GPU known: the table
+    assert rpt("quads", 1024, 2, 132) == 3  # 2 column blocks: 264 row chunks wanted
+    assert rpt("rows", 1024, 2, 16) == 16  # a small GPU fills with the table's value
+    assert rpt("pairs", 10, 1, 132) == 1  # never fewer than one row
+    for sms, want in ((132, 3), (16, 32)):  # the launch plan asks the GPU it runs on
+        monkeypatch.setattr(numba_cuda.hardware, "multiprocessors", lambda index=0, s=sms: s)
+        numba_cuda._plan.cache_clear()
+        grid, block = numba_cuda.launch_config("quads", 1024, 1024, 128)
+        assert block == (128,) and grid == (2, -(-1024 // want))
+    numba_cuda._plan.cache_clear()

@@ -107,7 +107,7 @@ def test_feedback_preprocessor_removes_hidden_source_and_traceback() -> None:
         nbformat.v4.new_output("error", ename="ValueError", evalue="x", traceback=["line 1"])
     ]
     nb = nbformat.v4.new_notebook(cells=[cell, visible])
-    from grader.feedback import FeedbackWithoutHiddenTests
+    from grader.integration.feedback import FeedbackWithoutHiddenTests
 
     preprocessor = FeedbackWithoutHiddenTests()
     nb, _ = preprocessor.preprocess(nb, {})

@@ -73,3 +73,20 @@ def test_reference_result_is_consistent_and_plots(tmp_path):
         if chosen in curve:
             assert curve[chosen] <= curve["1"] * 1.05
     assert len(plot(load("multigpu_h200", required=True), tmp_path)) == 2
+
+
+def test_the_sums_grid_follows_the_limits_of_the_gpu_it_runs_on() -> None:
+    """Why: 8 blocks of 256 per multiprocessor fill an H100 or H200 (2,048 threads each), but a
+    GPU whose multiprocessors hold fewer threads would run the extra blocks as a second wave."""
+    from demos.multigpu.reduce import blocks_per_multiprocessor
+
+    hopper = {"MaxThreadsPerMultiProcessor": 2048, "MaxBlocksPerMultiprocessor": 32}
+    ada = {"MaxThreadsPerMultiProcessor": 1536, "MaxBlocksPerMultiprocessor": 24}
+    turing = {"MaxThreadsPerMultiProcessor": 1024, "MaxBlocksPerMultiprocessor": 16}
+    assert blocks_per_multiprocessor(hopper) == 8
+    assert blocks_per_multiprocessor(ada) == 6
+    assert blocks_per_multiprocessor(turing) == 4
+    assert blocks_per_multiprocessor(hopper, block=32) == 32  # the block limit binds
+    assert blocks_per_multiprocessor({"MaxThreadsPerMultiProcessor": 2048}, block=32) == 64
+    with pytest.raises(ValueError, match="holds no block"):
+        blocks_per_multiprocessor(turing, block=2048)

@@ -43,11 +43,15 @@ def small() -> dict:
 
 def test_the_core_checks_every_sum_and_fills_the_grid_to_the_multiprocessor(small) -> None:
     assert small["all_correct"] and small["n"] == 700 and small["bytes"] == 2800
-    assert [(r["threads"], r["loads"], r["blocks"]) for r in small["sweep"]] == [
-        (32, 1, 4),
-        (64, 1, 2),
-        (32, 2, 4),
-        (64, 2, 2),
+    assert [(r["threads"], r["loads"], r["blocks"], r["fill"]) for r in small["sweep"]] == [
+        (32, 1, 4, 1.0),
+        (64, 1, 2, 1.0),
+        (32, 1, 1, 0.25),  # part-filled: a quarter of the multiprocessor's 128 threads
+        (32, 1, 1, 0.125),  # at least one block per multiprocessor
+        (32, 2, 4, 1.0),
+        (64, 2, 2, 1.0),
+        (32, 2, 1, 0.25),
+        (32, 2, 1, 0.125),
     ]
     for r in [*small["sweep"], small["library"]]:
         assert r["relative_error"] < 1e-6 and r["ms"] > 0
@@ -67,6 +71,43 @@ def test_the_table_shows_every_configuration_measured(small) -> None:
     assert table.expect.holds(small) in (True, False)
     without_one = inflight_bench.table((2, 4), (256,))
     assert live._judge(without_one.expect, small) is None  # nothing to compare: not judged
+
+
+def test_part_filled_rows_take_their_share_of_every_multiprocessor() -> None:
+    """Why: on a GPU whose memory answers soon (an H100) one load per thread already nears the
+    copy's rate on full multiprocessors; with fewer threads each, more loads per thread show."""
+    assert inflight_bench.blocks_for_fill(256, 1.0, 132, 2048) == 132 * 8
+    assert inflight_bench.blocks_for_fill(256, 0.25, 132, 2048) == 132 * 2
+    assert inflight_bench.blocks_for_fill(256, 0.125, 132, 2048) == 132
+    assert inflight_bench.blocks_for_fill(1024, 0.125, 132, 2048) == 132  # never no block
+    for bad in (0, 1.5, -0.25):
+        with pytest.raises(ValueError, match="share"):
+            inflight_bench.blocks_for_fill(256, bad, 132, 2048)
+    assert inflight_bench.part_threads((128, 256)) == 256
+    assert inflight_bench.part_threads((512, 64)) == 64
+
+
+def test_the_lesson_is_judged_on_the_part_filled_rows(small) -> None:
+    table = inflight_bench.table((1, 2), (32, 64))
+    labels = [row.label for row in table.rows]
+    assert "32 threads on 1/8 of each SM, LOADS = 2" in labels
+    assert "1/8" in table.expect.claim
+
+    def faster(fill: float, gain: float) -> dict:
+        sweep = [{**r} for r in small["sweep"]]
+        for r in sweep:
+            if r["fill"] == fill and r["loads"] == 2:
+                one = next(o for o in sweep if o["fill"] == fill and o["loads"] == 1)
+                r["read_bytes_per_s"] = one["read_bytes_per_s"] * gain
+        return {**small, "sweep": sweep}
+
+    assert table.expect.holds(faster(0.125, 2.0)) is True
+    assert table.expect.holds(faster(0.125, 1.0)) is False
+    # a reference measured before the part-filled rows existed
+    before = [{k: v for k, v in r.items() if k != "fill"} for r in small["sweep"] if r["fill"] == 1]
+    old = {**small, "sweep": before}
+    assert live._judge(table.expect, old) is None
+    assert table.rows[3].value(old) is not None and table.rows[-3].value(old) is None
 
 
 def test_a_wrong_sum_is_marked_wrong_in_the_table(small) -> None:
@@ -104,7 +145,8 @@ def test_the_shipped_reference_shows_the_lesson() -> None:
     results = data["results"]
     assert data["parameters"]["quick"] is False and results["all_correct"]
     assert data["provenance"]["sources"] == inflight_bench.SOURCES
-    assert len(results["sweep"]) == len(inflight_bench.LOADS) * len(inflight_bench.THREADS)
+    full = [r for r in results["sweep"] if r.get("fill", 1.0) == 1.0]
+    assert len(full) == len(inflight_bench.LOADS) * len(inflight_bench.THREADS)
     assert "H200" in live.reference(inflight_bench.REFERENCE, "results").machine
     assert provenance.provenance_of(ROOT / "demos" / "results" / inflight_bench.REFERENCE)
 

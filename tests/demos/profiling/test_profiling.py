@@ -128,7 +128,7 @@ def test_ncu_table_is_read_from_the_csv_export(tmp_path: Path) -> None:
 
 @pytest.mark.nogpu
 def test_benchmarks_refuse_clearly_without_a_gpu(tmp_path: Path) -> None:
-    for command in ("profiling", "patterns"):
+    for command in ("profiling", "patterns", "streams", "managed"):
         proc = subprocess.run(
             [sys.executable, "-m", "demos", "bench", command, "--output", str(tmp_path)],
             check=False,
