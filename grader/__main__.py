@@ -12,12 +12,16 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from grader.stopping import stop_at_once
+from grader.run.stopping import stop_at_once
 
 if __name__ == "__main__":  # a Ctrl-C while the modules below load (seconds): one line
     stop_at_once("grader")
 
-from grader import autograde, bench, grade_record, intake, sandbox, selftest, similarity  # noqa: E402
+from grader.intake import commands as intake  # noqa: E402
+from grader.intake import similarity  # noqa: E402
+from grader.run import autograde, grade_record  # noqa: E402
+from grader.sandbox import isolation as sandbox  # noqa: E402
+from grader.trials import bench, selftest  # noqa: E402
 
 Declare = Callable[[argparse.ArgumentParser], None]
 Run = Callable[[Path, argparse.Namespace], int]

@@ -90,7 +90,7 @@ INSTRUCTOR_TESTS = {
     "docs/test_rendered_docs.py",  # the benchmarks page and its renderer: not in the edition
     "docs/test_site.py",  # the docs site: not in the edition
     "jupyter/test_browser.py",
-    "nbgrader_driver.py",  # drives nbgrader through grader.selftest
+    "nbgrader_driver.py",  # drives nbgrader through grader.trials.selftest
     "cheating_cases.py",  # the cheating submissions tests/exercises grades, with solutions
     "cheating_kernel_cases.py",  # its kernel assignments' part
     "copy_cases.py",  # honest and copied answers for the grader's copy detection

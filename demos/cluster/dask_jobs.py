@@ -21,6 +21,7 @@ the course's tests run this under a real Slurm on one machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import shutil
@@ -249,8 +250,13 @@ def run(args: argparse.Namespace, problems: list[work.Problem]) -> bool:
                 for report in reports:
                     print("  " + work.describe_report(report))
                 print(f"  {line}: {'OK' if ok else 'MISMATCH'}", flush=True)
-    finally:
-        cluster.close()  # cancels every job it submitted (scancel / bkill)
+    except BaseException:
+        # The reason is already on its way up; a worker whose job was refused trips the
+        # library's own check while closing, which would only hide it.
+        with contextlib.suppress(Exception):
+            cluster.close()  # cancels every job it submitted (scancel / bkill)
+        raise
+    cluster.close()  # cancels every job it submitted (scancel / bkill)
     return all_ok
 
 

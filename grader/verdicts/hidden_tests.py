@@ -1,7 +1,7 @@
 """Run a test cell's hidden tests in the grader's own process and decide their verdict.
 
 nbgrader restores the hidden tests into each test cell before grading. The
-grader's execute preprocessor (:class:`grader.preprocessors.GuardedExecute`)
+grader's execute preprocessor (:class:`grader.integration.preprocessors.GuardedExecute`)
 sends the kernel only the visible part (:func:`split_hidden`), then calls
 :func:`judge` with the hidden part. The hidden code runs here, with
 :mod:`.api` as ``grading`` and stand-ins (:mod:`.proxies`) for the names the

@@ -1,7 +1,7 @@
 """Run a student's checked kernels in Numba's CUDA simulator, in the notebook's sandbox.
 
 :class:`KernelRunner` talks to :mod:`demos.grading.kernel_host`, which the
-notebook's box (:meth:`grader.box.Box.runner_command`) starts in a sandbox of
+notebook's box (:meth:`grader.sandbox.box.Box.runner_command`) starts in a sandbox of
 its own: the notebook's user id, memory cgroup and limits, but its own
 process tree, no network and no writable folder. No student source is ever
 executed in the grader's own processes, even source that

@@ -68,9 +68,9 @@ def test_a_re_measured_result_changes_the_page(tmp_path: Path) -> None:
 def test_a_result_file_no_page_quotes_is_reported(tmp_path: Path) -> None:
     render = _module("render")
     _copy_results(tmp_path)
-    (tmp_path / "demos" / "results" / "scan_h100.json").write_text('{"benchmark": "scan"}')
+    (tmp_path / "demos" / "results" / "newbench_h100.json").write_text('{"benchmark": "newbench"}')
     _, unquoted = render.render_all(tmp_path)
-    assert unquoted == ["demos/results/scan_h100.json"]
+    assert unquoted == ["demos/results/newbench_h100.json"]
 
 
 def test_a_claim_the_data_no_longer_supports_stops_the_rendering(tmp_path: Path) -> None:

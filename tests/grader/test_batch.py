@@ -31,12 +31,13 @@ from nbgrader_driver import (
     scores,
 )
 
-from grader import processes, sandbox
-from grader.batch import course_setting
+from grader.run.settings import course_setting
+from grader.sandbox import isolation as sandbox
+from grader.sandbox import processes
 from helpers import ROOT
 
 pytestmark = pytest.mark.slow
-#: What the integrity token looks like (grader/preprocessors.py).
+#: What the integrity token looks like (grader/integration/preprocessors.py).
 ASSIGNMENT = "simt"
 #: Graded in the same run, through the same workers.
 SECOND = "multigpu"

@@ -1,8 +1,8 @@
-"""Which notebook goes next in grader.batch's pool, and a run that is stopped; without notebooks.
+"""Which notebook goes next in grader.run.batch's pool, and a run that is stopped; no notebooks.
 
-:class:`grader.class_queue.ClassQueue` is tested on its own (the most costly
+:class:`grader.run.class_queue.ClassQueue` is tested on its own (the most costly
 ready class first, a class that joins late, waiting and stopping). For
-:func:`grader.batch.run_classes`, ``measure_limits`` and ``grade_student`` are
+:func:`grader.run.batch.run_classes`, ``measure_limits`` and ``grade_student`` are
 replaced by stand-ins that record what the pool asks of them, so these run in
 a moment: a cheap class is graded while a costly solution is still being
 timed, the outcomes come back per class in the order given, and once the stop
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import batch
-from grader.batch import Batch, Outcome, run_classes
-from grader.class_queue import ClassQueue
+from grader.run import batch
+from grader.run.batch import Batch, Outcome, run_classes
+from grader.run.class_queue import ClassQueue
 
 #: assignment -> its solution's seconds per graded cell (None: no cell-limits file)
 SOLUTION_SECONDS = {

@@ -1,11 +1,11 @@
-"""grader.batch: the settings a batch takes from the course's nbgrader_config.py."""
+"""grader.run.settings: the settings a batch takes from the course's nbgrader_config.py."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from grader.batch import Batch, course_setting
+from grader.run.settings import Batch, course_setting
 from helpers import ROOT
 
 

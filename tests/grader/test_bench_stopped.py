@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.selftest import nbgrader_env
+from grader.trials.selftest import nbgrader_env
 from helpers import ROOT
 
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""What CuPy and JAX compiled for the solution seeds each notebook's sandbox (grader.box)."""
+"""What CuPy and JAX compiled for the solution seeds each notebook's box (grader.sandbox.box)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,13 @@ from pathlib import Path
 
 import nbformat
 
-from grader import box as boxes
-from grader import cell_budgets, sandbox, sandbox_environment
+from grader.integration import cell_budgets
+from grader.sandbox import box as boxes
+from grader.sandbox import environment as sandbox_environment
 
 # What CuPy and JAX do with what they compiled: a file in the folder each is told.
+from grader.sandbox import isolation as sandbox
+
 _COMPILES = (
     "import os, pathlib\n"
     "for name in ('CUPY_CACHE_DIR', 'JAX_COMPILATION_CACHE_DIR'):\n"

@@ -1,4 +1,4 @@
-"""Per-cell time limits from the solution's own run (grader.cell_budgets)."""
+"""Per-cell time limits from the solution's own run (grader.integration.cell_budgets)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import nbformat
 
-from grader import cell_budgets
-from grader.preprocessors import GuardedExecute
+from grader.integration import cell_budgets
+from grader.integration.preprocessors import GuardedExecute
 
 
 def _cell(source: str, grade_id: str) -> nbformat.NotebookNode:

@@ -1,7 +1,7 @@
 """The grader makes its cgroup able to hold the notebooks' memory cgroups, or says why not.
 
 Under cgroups v2 a cgroup with processes inside cannot give its children the
-memory controller. :func:`grader.cgroup_parent.place` moves the grader's own
+memory controller. :func:`grader.sandbox.cgroup_parent.place` moves the grader's own
 process into a leaf of its own, and only it, where it may. Two kinds of test:
 
 * against a fake cgroup tree in a temporary folder, whose "kernel" (the two
@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import cgroup_parent, cgroups
-from grader.cgroup_parent import FALLBACK, LEAF, LEAF_MADE, SITE, Placement, place
+from grader.sandbox import cgroup_parent, cgroups
+from grader.sandbox.cgroup_parent import FALLBACK, LEAF, LEAF_MADE, SITE, Placement, place
 from helpers import ROOT
 
 PID = str(os.getpid())
@@ -188,7 +188,7 @@ DOMAIN_CONTROLLERS = ("memory", "io", "hugetlb", "rdma", "misc")
 CHILD = r"""
 import errno, json, os, sys
 from pathlib import Path
-from grader.cgroup_parent import place
+from grader.sandbox.cgroup_parent import place
 mount, base, controller = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 def own():
     line = next(l for l in open("/proc/self/cgroup") if l.startswith("0::"))

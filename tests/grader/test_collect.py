@@ -1,4 +1,4 @@
-"""grader.collect: filing downloaded submissions under safe student ids, and what it refuses."""
+"""grader.intake.collect: filing downloads under safe student ids, and what it refuses."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import collect as collect_mod
-from grader.collect import collect_all, safe_id, student_and_file
+from grader.intake import collect as collect_mod
+from grader.intake.collect import collect_all, safe_id, student_and_file
 
 
 def test_safe_ids() -> None:

@@ -1,7 +1,7 @@
 """The grading benchmark's "partial" students of the transfer assignments really score partially.
 
 ``python -m grader bench`` times a synthetic class whose partial students did
-only the first part of an assignment (:func:`grader.bench.submission`). Its
+only the first part of an assignment (:func:`grader.trials.bench.submission`). Its
 timings and score tables mean something only if such a notebook gets that
 part's points and no others. Graded here by real ``nbgrader autograde`` in a
 copy of ``solutions/`` (an instructor-only test) for ``kernel_patterns``,
@@ -23,9 +23,9 @@ import nbformat
 import pytest
 from nbgrader_driver import assert_all_succeeded, hand_in, make_course, run_nbgrader, scores
 
-from grader.bench import submission
-from grader.graded import cell_scores, unlike_the_rest
-from grader.one_student import Outcome
+from grader.run.graded import cell_scores, unlike_the_rest
+from grader.run.one_student import Outcome
+from grader.trials.bench import submission
 from helpers import ROOT
 
 pytestmark = pytest.mark.slow

@@ -58,8 +58,9 @@ from nbgrader_driver import (
     scores,
 )
 
-from grader import cgroups, sandbox
-from grader.graded import cell_errors
+from grader.run.graded import cell_errors
+from grader.sandbox import cgroups
+from grader.sandbox import isolation as sandbox
 
 pytestmark = pytest.mark.slow
 ASSIGNMENT = "simt"
@@ -265,7 +266,7 @@ def test_nothing_the_kernel_wrote_is_kept(graded) -> None:
 def test_plain_nbgraders_box_is_removed_with_its_user_id_released() -> None:
     import contextlib
 
-    from grader import box as boxes
+    from grader.sandbox import box as boxes
 
     with contextlib.ExitStack() as stack:
         _, folder = boxes.plain_setting(stack)

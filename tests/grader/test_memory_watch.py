@@ -1,4 +1,4 @@
-"""grader.memory_watch: a notebook's processes, and its sandbox user's, stopped over the limit."""
+"""grader.sandbox.memory_watch: a notebook's and its sandbox user's processes stopped over limit."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import subprocess
 import sys
 import time
 
-from grader import memory_watch, processes, sandbox
+from grader.sandbox import isolation as sandbox
+from grader.sandbox import memory_watch, processes
 from helpers import needs_root
 
 

@@ -33,7 +33,7 @@ from nbgrader_driver import (
     scores,
 )
 
-from grader import sandbox
+from grader.sandbox import isolation as sandbox
 from helpers import ROOT
 
 pytestmark = pytest.mark.slow

@@ -1,10 +1,10 @@
-"""grader.preprocessors: what the grader's preprocessors do to a cell's outputs."""
+"""grader.integration.preprocessors: what the grader's preprocessors do to a cell's outputs."""
 
 from __future__ import annotations
 
 import nbformat
 
-from grader.preprocessors import STDERR_LABEL, stderr_to_stdout
+from grader.integration.preprocessors import STDERR_LABEL, stderr_to_stdout
 
 
 def test_stderr_becomes_labelled_stdout_and_errors_stay() -> None:

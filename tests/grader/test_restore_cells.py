@@ -1,4 +1,6 @@
-"""nbgrader's logs warn only about what needs a look (grader.restore_cells, grader.feedback).
+"""nbgrader's logs warn only about what needs a look (restore_cells, feedback).
+
+The modules are :mod:`grader.integration.restore_cells` and :mod:`grader.integration.feedback`.
 
 Real ``nbgrader autograde`` on a copy of the course: the released notebook as
 handed out (whose test cells lack their hidden tests, as every release does)
@@ -13,7 +15,7 @@ import nbformat
 import pytest
 from nbgrader_driver import assert_all_succeeded, hand_in, make_course, run_nbgrader
 
-from grader.restore_cells import released_as_is
+from grader.integration.restore_cells import released_as_is
 
 pytestmark = pytest.mark.slow
 

@@ -35,7 +35,8 @@ from nbgrader_driver import (
 )
 from run_leftovers import run_processes
 
-from grader import processes, sandbox
+from grader.sandbox import isolation as sandbox
+from grader.sandbox import processes
 
 pytestmark = pytest.mark.slow
 ASSIGNMENT = "simt"

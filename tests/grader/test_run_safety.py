@@ -19,17 +19,18 @@ import nbformat
 import pytest
 from nbclient.util import run_sync
 
-from grader import cell_budgets, cgroups, processes
-from grader.grade_record import (
+from grader.integration import cell_budgets
+from grader.run.grade_record import (
     grade_states,
     notebook_digests,
     stale_students,
     update_record,
     write_results,
 )
-from grader.gradebook_lock import GradebookLocked, while_locked
-from grader.one_student import Outcome, failure_reason
-from grader.run_lock import Busy, assignment_lock
+from grader.run.gradebook_lock import GradebookLocked, while_locked
+from grader.run.one_student import Outcome, failure_reason
+from grader.run.run_lock import Busy, assignment_lock
+from grader.sandbox import cgroups, processes
 from helpers import ROOT
 
 
@@ -131,7 +132,8 @@ def test_a_machinery_failure_is_the_notebooks_failure_reason() -> None:
     log = (
         "Traceback (most recent call last):\n"
         "DeadKernelError: Kernel died\n"
-        "grader.preprocessors.GradingMachineryError: hidden tests of simt-launch not decided: "
+        "grader.integration.preprocessors.GradingMachineryError: hidden tests of simt-launch "
+        "not decided: "
         "the kernel stopped answering a hidden test (DeadKernelError)\n"
     )
     reason = failure_reason(log)
@@ -139,7 +141,7 @@ def test_a_machinery_failure_is_the_notebooks_failure_reason() -> None:
 
 
 def test_a_cell_cut_at_its_limit_says_so() -> None:
-    from grader.preprocessors import GuardedExecute
+    from grader.integration.preprocessors import GuardedExecute
 
     execute = GuardedExecute()
     execute.km = SimpleNamespace(interrupt_kernel=lambda: None)
@@ -148,9 +150,9 @@ def test_a_cell_cut_at_its_limit_says_so() -> None:
     assert reply["content"]["traceback"] == [f"CellTimeoutError: {reply['content']['evalue']}"]
 
 
-def test_the_readme_states_the_per_cell_floor_the_code_uses() -> None:
-    readme = (ROOT / "README.md").read_text()
-    assert f"max({cell_budgets.FLOOR_SECONDS} s, " in readme
+def test_the_instructors_guide_states_the_per_cell_floor_the_code_uses() -> None:
+    guide = (ROOT / "docs" / "instructors.md").read_text()
+    assert f"max({cell_budgets.FLOOR_SECONDS} s, " in guide
 
 
 @pytest.mark.skipif(not cgroups.available(), reason="no memory cgroups can be made here")
@@ -197,7 +199,7 @@ def test_only_stale_grades_just_the_grades_that_are_not_current(
 ) -> None:
     import argparse
 
-    from grader import autograde
+    from grader.run import autograde
 
     current = _hand_in(tmp_path, "s01", "graded and unchanged")
     late = _hand_in(tmp_path, "s02", "graded, then replaced")

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from sandbox_box import notebook_box
 
-from grader import sandbox, sandbox_kernel
+from grader.sandbox import isolation as sandbox
+from grader.sandbox import kernel as sandbox_kernel
 from grader.verdicts import SECRET_VARIABLE
 from grader.verdicts.kernel_runner import ALLOWED_NAMES, KernelRunner
 

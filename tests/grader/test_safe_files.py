@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import batch as batch_mod
-from grader.safe_files import Allowance, copy_tree
+from grader.run import batch as batch_mod
+from grader.sandbox.safe_files import Allowance, copy_tree
 
 MB = 1 << 20
 

@@ -1,4 +1,4 @@
-"""grader.sandbox: the kernel's box (bubblewrap command, environment, visible paths), warnings."""
+"""grader.sandbox.isolation: the kernel's box (bubblewrap, environment, visible paths), warnings."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import sandbox, sandbox_environment
+from grader.sandbox import environment as sandbox_environment
+from grader.sandbox import isolation as sandbox
 from helpers import ROOT
 
 

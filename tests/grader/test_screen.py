@@ -1,4 +1,4 @@
-"""grader.screen: the scan of student code before grading, and a submission against the gradebook.
+"""grader.intake.screen: student code scanned before grading, a submission against the gradebook.
 
 The check of a submission also runs against a gradebook made by ``nbgrader
 generate_assignment`` for every assignment: honest notebooks get no flag, a
@@ -20,7 +20,7 @@ from nbgrader_driver import (
     run_nbgrader,
 )
 
-from grader.screen import scan_code, screen_submission
+from grader.intake.screen import scan_code, screen_submission
 from helpers import ROOT
 
 
@@ -105,7 +105,7 @@ def _notebook(folder: Path, name: str, ids: list[str], code: str = "x = 1") -> P
 
 
 def test_screen_submission_flags_and_repairs(tmp_path: Path) -> None:
-    from grader.screen import screen_submission
+    from grader.intake.screen import screen_submission
 
     db = _gradebook(tmp_path / "gradebook.db")
     wrong = tmp_path / "wrong"
@@ -279,3 +279,20 @@ def test_later_copy_of_a_given_cell_is_scanned(template_db: Path, tmp_path: Path
         f"cell {index + 2}: starts processes",
         "duplicated grade ids ['pat-setup'] (a split cell?): later copies graded as plain cells",
     ]
+
+
+def test_every_subpackage_of_the_course_package_is_named_but_grading() -> None:
+    """Why: the list of the course package's modules was typed in and missed the newer chapters'
+    subpackages; it is read from the package, so a new one is covered the day it is added."""
+    import pkgutil
+
+    import demos
+    from grader.intake.screen import ALLOWED_DEMOS
+
+    for module in pkgutil.iter_modules(demos.__path__):
+        name = f"demos.{module.name}"
+        if module.name.startswith("_") or name in ALLOWED_DEMOS:
+            continue
+        hidden = f"m = __import__('{name}')"  # a string, not an import statement
+        assert "refers to the course package's own answers" in scan_code(hidden), name
+    assert not any("own answers" in r for r in scan_code("x = 'demos.grading'"))

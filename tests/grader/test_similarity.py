@@ -18,8 +18,8 @@ import nbformat
 import pytest
 from copy_cases import DISGUISES, HONEST, disguised_heat_step
 
-from grader import similarity
 from grader.__main__ import main as grader_main
+from grader.intake import similarity
 from grader.verdicts import fingerprints as fp
 from helpers import ROOT
 

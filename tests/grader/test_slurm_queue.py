@@ -1,4 +1,4 @@
-"""grader.slurm_queue.why_stuck: when an array's waiting tasks deserve a line (no Slurm needed).
+"""grader.run.slurm_queue.why_stuck: when an array's waiting tasks deserve a line (no Slurm needed).
 
 The reasons are squeue's own words (Slurm 22.05 spells a drained node out);
 the array's own limit of tasks at once is never a reason to speak.
@@ -6,7 +6,7 @@ the array's own limit of tasks at once is never a reason to speak.
 
 from __future__ import annotations
 
-from grader.slurm_queue import PENDING_BOUND, Task, why_stuck
+from grader.run.slurm_queue import PENDING_BOUND, Task, why_stuck
 
 DRAINED = "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority"
 

@@ -27,7 +27,7 @@ from local_cluster import LocalCluster
 from nbgrader_driver import assert_all_succeeded, hand_in, make_course, nbgrader_env, run_nbgrader
 from run_leftovers import run_processes
 
-from grader.slurm_queue import job_name, record_path
+from grader.run.slurm_queue import job_name, record_path
 from helpers import needs_local_slurm
 
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""grader.stopping: SIGTERM, SIGINT and a deadline stop a benchmark, and only for its duration.
+"""grader.run.stopping: SIGTERM, SIGINT and a deadline stop a benchmark, and only for its duration.
 
 Also the benchmark's record of how far a run got (``complete``, the counts,
 why it stopped) and its check of the class pattern: all without notebooks;
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.bench import _progress
-from grader.one_student import Outcome
-from grader.stopping import SIGNALS, Stop, stopping
-from grader.synthetic_class import class_pattern
+from grader.run.one_student import Outcome
+from grader.run.stopping import SIGNALS, Stop, stopping
+from grader.trials.bench import _progress
+from grader.trials.synthetic_class import class_pattern
 
 
 def test_a_signal_sets_the_stop_instead_of_ending_the_process() -> None:

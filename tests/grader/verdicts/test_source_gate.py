@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.preprocessors import is_autograder_test, is_given
+from grader.integration.preprocessors import is_autograder_test, is_given
 from grader.verdicts.context import Submission
 from grader.verdicts.hidden_tests import judge, split_hidden
 from grader.verdicts.source_gate import first_refusal, refusals

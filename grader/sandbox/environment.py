@@ -1,9 +1,9 @@
 """What a sandboxed process's environment holds: an allow-list, its share of the machine.
 
-:mod:`grader.sandbox_kernel` starts the notebook's kernel and its kernel
+:mod:`grader.sandbox.kernel` starts the notebook's kernel and its kernel
 runner with :func:`kept_environment` of the grader's variables (never the rest:
 the instructor's shell holds tokens and the course secret) and
-:func:`kernel_environment` of its :class:`~grader.sandbox.Policy` (threads,
+:func:`kernel_environment` of its :class:`~grader.sandbox.policy.Policy` (threads,
 HOME, caches, maybe no GPU).
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from grader.sandbox import Policy, in_bubblewrap
+from grader.sandbox.policy import Policy, in_bubblewrap
 
 #: The thread pools of NumPy's BLAS, OpenMP, Numba and TensorFlow, each sized to
 #: every core of the machine unless told otherwise.
@@ -30,7 +30,7 @@ THREAD_VARIABLES = (
 NO_GPU_ENVIRONMENT = {"CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu"}
 
 
-#: Where in a kernel's HOME the compilers' caches are (grader.cell_budgets seeds them).
+#: Where in a kernel's HOME the compilers' caches are (grader.integration.cell_budgets seeds them).
 COMPILED_KERNELS = ".cache/compiled-kernels"
 
 

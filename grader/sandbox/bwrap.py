@@ -1,9 +1,10 @@
 """bubblewrap's arguments for a sandboxed kernel: an empty root, then only what it needs.
 
-:mod:`grader.sandbox` decides *what* a kernel may see (its :class:`~grader.sandbox.Policy`);
-this module spells that out as bubblewrap options. It is an allow-list rather than a
-list of course folders to hide: whatever is not named here (another checkout of the
-course, a backup, other users' homes) does not exist for the kernel.
+:mod:`grader.sandbox.isolation` decides *what* a kernel may see (its
+:class:`~grader.sandbox.policy.Policy`); this module spells that out as bubblewrap
+options. It is an allow-list rather than a list of course folders to hide: whatever
+is not named here (another checkout of the course, a backup, other users' homes)
+does not exist for the kernel.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from grader.sandbox import Policy
+    from grader.sandbox.policy import Policy
 
 #: What the machine gives every sandboxed kernel, read-only: programs, libraries,
 #: configuration (/etc: users, certificates, the dynamic linker's cache) and the

@@ -4,14 +4,14 @@ A benchmark of a whole class runs for minutes, often under an outer time limit
 (``timeout``, a batch scheduler) that ends it with SIGTERM. Killed outright, it
 would leave nothing, and the notebooks in flight would keep their sandboxes. So
 ``python -m grader bench`` runs inside :func:`stopping`: SIGTERM, SIGINT or its
-own deadline only set a :class:`Stop` event; :func:`grader.batch.run_classes`
+own deadline only set a :class:`Stop` event; :func:`grader.run.batch.run_classes`
 then starts no more notebooks, ends and cleans up those in flight, and hands
 back the finished ones, which the benchmark writes as a partial result.
 
 ``python -m grader autograde`` runs inside it too (with *speaker*
 ``grader``): a Ctrl-C or SIGTERM there stops new notebooks, ends those in
 flight, merges the finished ones and prints the table and the command that
-grades the rest (:mod:`grader.autograde`, exit status 130 or 143).
+grades the rest (:mod:`grader.run.autograde`, exit status 130 or 143).
 The handlers are installed for the run only; the previous ones are put back
 afterwards. Before the run begins and after it ends (the imports, which take
 seconds, reading the course, printing the table), :func:`stop_at_once` ends

@@ -1,4 +1,4 @@
-"""Flags for the reviewer, written while a notebook is graded and read by :mod:`grader.batch`.
+"""Flags for the reviewer, written while a notebook is graded and read by :mod:`grader.run.batch`.
 
 The grading pieces that notice something (the integrity check in nbgrader's
 process, the memory watcher beside the kernel) run in different processes, so

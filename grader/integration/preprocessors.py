@@ -21,7 +21,7 @@ cannot:
   :class:`SaveAutoGradesWithFlags` then marks the cell for manual grading;
 * stderr streams become stdout streams under a label, so warnings never cost
   points, while real errors stay errors;
-* the kernel always runs in the grading sandbox (:mod:`grader.box`): with the
+* the kernel always runs in the grading sandbox (:mod:`grader.sandbox.box`): with the
   limits and user id ``python -m grader autograde`` wrote into
   :attr:`GuardedExecute.sandbox_policy`, or, for plain ``nbgrader autograde``
   (the command line or the formgrader's button), with this machine's strongest
@@ -50,10 +50,10 @@ from nbgrader.preprocessors import Execute, SaveAutoGrades
 from traitlets import Unicode
 
 from demos.grading import wire
-from grader import box as boxes
-from grader import cell_budgets
-from grader.flags import record_flag
-from grader.sandbox import Policy
+from grader.integration import cell_budgets
+from grader.sandbox import box as boxes
+from grader.sandbox.flags import record_flag
+from grader.sandbox.policy import Policy
 from grader.verdicts.api import MachineryFailure
 from grader.verdicts.context import Submission
 from grader.verdicts.hidden_tests import Verdict, judge, split_hidden
@@ -75,7 +75,7 @@ class GradingMachineryError(RuntimeError):
     """A hidden test could not be decided because the grading machinery failed.
 
     Raised out of the notebook's execution, so nbgrader fails the notebook and
-    :mod:`grader.one_student` reports it ``failed`` with this reason (and in
+    :mod:`grader.run.one_student` reports it ``failed`` with this reason (and in
     the command that grades it again): a grader's failure never becomes a score.
     """
 
@@ -116,7 +116,7 @@ class GuardedExecute(Execute):
 
     sandbox_policy = Unicode(
         "",
-        help="Limits and user id for the sandboxed kernel (JSON of grader.sandbox.Policy), "
+        help="Limits and user id for the sandboxed kernel (JSON of grader.sandbox.policy.Policy), "
         "written by python -m grader; empty: this machine's strongest sandbox, default limits.",
     ).tag(config=True)
     box_folder = Unicode(
@@ -125,8 +125,8 @@ class GuardedExecute(Execute):
     cell_budgets = Unicode(
         "",
         help="Per-cell time limits measured on the solution, and the GPU kernels CuPy compiled "
-        "for it (grader.cell_budgets), written by python -m grader; empty: every cell gets "
-        "Execute.timeout and each notebook compiles its own kernels.",
+        "for it (grader.integration.cell_budgets), written by python -m grader; empty: every "
+        "cell gets Execute.timeout and each notebook compiles its own kernels.",
     ).tag(config=True)
     timings_file = Unicode(
         "",
@@ -276,7 +276,7 @@ class GuardedExecute(Execute):
         """The reply to *msg_id*, or None (the kernel interrupted) after *seconds* (0: nbclient's).
 
         A hidden test calls the student's code with the time its cell may take
-        (:mod:`grader.cell_budgets`), not nbclient's 60 s per call: a function
+        (:mod:`grader.integration.cell_budgets`), not nbclient's 60 s per call: a function
         that never returns costs the notebook one cell's limit.
         """
         if not seconds:
@@ -311,7 +311,7 @@ class GuardedExecute(Execute):
             verdict = await self._loop.run_in_executor(None, decide)
             self._seconds["hidden"] += time.monotonic() - decided
             if verdict.machinery:
-                # not a score: the notebook fails, with this reason (grader.one_student)
+                # not a score: the notebook fails, with this reason (grader.run.one_student)
                 raise GradingMachineryError(
                     f"hidden tests of {grade_id} not decided: {verdict.machinery}"
                 )

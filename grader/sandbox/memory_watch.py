@@ -31,9 +31,9 @@ import time
 from collections.abc import Callable, Iterable, Set
 from pathlib import Path
 
-from grader.processes import die_with_parent, processes_of
-from grader.safe_files import SHARED_TEMP, disk_usage
-from grader.sandbox import Policy, in_bubblewrap
+from grader.sandbox.policy import Policy, in_bubblewrap
+from grader.sandbox.processes import die_with_parent, processes_of
+from grader.sandbox.safe_files import SHARED_TEMP, disk_usage
 
 #: Room above the memory limit for address space that is reserved, not used.
 BACKSTOP_EXTRA = 32 << 30

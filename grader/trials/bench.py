@@ -13,7 +13,7 @@ and scores per kind (also cell by cell), and the estimated speedup over serial
 nbgrader.
 
 A run stopped before its end (SIGTERM from an outer ``timeout``, Ctrl-C, its
-own ``--deadline``: :mod:`grader.stopping`) still writes its JSON, with the
+own ``--deadline``: :mod:`grader.run.stopping`) still writes its JSON, with the
 notebooks graded so far, marked ``"complete": false`` and named
 ``...-incomplete.json`` so that it never replaces a finished run's file.
 """
@@ -36,11 +36,11 @@ from pathlib import Path
 
 import nbformat
 
-from grader import batch as batch_mod
-from grader import sandbox
-from grader.graded import cell_scores, unlike_the_rest
-from grader.stopping import stopping
-from grader.synthetic_class import CLASS_OF_20, KINDS, class_pattern, submission
+from grader.run import batch as batch_mod
+from grader.run.graded import cell_scores, unlike_the_rest
+from grader.run.stopping import stopping
+from grader.sandbox import isolation as sandbox
+from grader.trials.synthetic_class import CLASS_OF_20, KINDS, class_pattern, submission
 
 __all__ = ["CLASS_OF_20", "bench", "submission"]
 
@@ -139,7 +139,7 @@ def bench(
     ``python -m grader autograde A B ...`` does), so the wall time is the
     time to grade them all; each assignment also records the seconds its
     notebooks took. The students' kinds cycle through *pattern*. Once *stop*
-    is set, grading ends (:func:`grader.batch.run_classes`), no serial sample
+    is set, grading ends (:func:`grader.run.batch.run_classes`), no serial sample
     is taken, and the JSON holds the notebooks graded so far.
     """
     result = {
@@ -271,7 +271,7 @@ def _assignment_result(
                 "not_graded": sum(o.status != "graded" for o in v),
                 "flagged": sum(bool(o.flags) for o in v),
                 "mean_seconds": round(sum(o.seconds for o in v) / len(v), 1),
-                # where those seconds went (grader.preprocessors.GuardedExecute's phases)
+                # where those seconds went (GuardedExecute's phases: grader.integration)
                 "mean_phase_seconds": mean_phases(v),
                 # what the reviewer is told, once per distinct text
                 "flags": sorted({f for o in v for f in o.flags}),
@@ -335,7 +335,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(course: Path, args: argparse.Namespace) -> int:
     """Run the benchmark, print where its JSON is; 1 when it was stopped before its end.
 
-    SIGTERM, SIGINT and ``--deadline`` stop it (:mod:`grader.stopping`), for
+    SIGTERM, SIGINT and ``--deadline`` stop it (:mod:`grader.run.stopping`), for
     this command only: the previous handlers come back when it returns.
     """
     assignments = args.assignments.split(",")

@@ -3,18 +3,18 @@
 Two programs, each in the sandbox of one notebook:
 
 * the kernel of the ``grader-sandbox`` kernelspec (from kernel.json:
-  ``python -m grader.sandbox_kernel POLICY.json CONNECTION_FILE``). Before it
-  becomes the kernel it forks the memory watcher (:mod:`grader.memory_watch`),
-  then joins the notebook's memory cgroup (when :mod:`grader.box` made one),
+  ``python -m grader.sandbox.kernel POLICY.json CONNECTION_FILE``). Before it
+  becomes the kernel it forks the memory watcher (:mod:`grader.sandbox.memory_watch`),
+  then joins the notebook's memory cgroup (when :mod:`grader.sandbox.box` made one),
   so the watcher is not counted in it;
 * the kernel runner, :mod:`demos.grading.kernel_host`, which runs the
   student's CUDA kernels in the simulator for the hidden tests
-  (``python -m grader.sandbox_kernel --runner POLICY.json``): the notebook's
+  (``python -m grader.sandbox.kernel --runner POLICY.json``): the notebook's
   cgroup and limits, an address-space limit of the same size (it needs no
   GPU), and room for a simulated block's threads.
 
 Both start with an allow-list of the grader's environment
-(:func:`grader.sandbox_environment.kept_environment`), never the rest of it.
+(:func:`grader.sandbox.environment.kept_environment`), never the rest of it.
 """
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ import os
 import resource
 import sys
 
-from grader import cgroups
-from grader.flags import record_flag
-from grader.memory_watch import data_backstop, start_watcher
-from grader.sandbox import Policy, in_bubblewrap, kernel_command, runner_command
-from grader.sandbox_environment import kept_environment, kernel_environment
+from grader.sandbox import cgroups
+from grader.sandbox.environment import kept_environment, kernel_environment
+from grader.sandbox.flags import record_flag
+from grader.sandbox.isolation import kernel_command, runner_command
+from grader.sandbox.memory_watch import data_backstop, start_watcher
+from grader.sandbox.policy import Policy, in_bubblewrap
 
 #: Threads the kernel runner may start besides the notebook's processes: a simulated
 #: block of 1,024 threads runs one thread each.

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader.sandbox_environment import compiled_kernels_environment
+from grader.sandbox.environment import compiled_kernels_environment
 
 #: No cell is given less than this (seconds): start-up costs, a busy machine.
 FLOOR_SECONDS = 10
@@ -111,7 +111,7 @@ def budgets_file(
 
     It also names the folder of GPU kernels CuPy compiled for the solution
     and JAX (``kernel_cache``): each notebook's sandbox starts with a copy of it
-    (:func:`grader.box.open_box`), so a notebook compiles only what the
+    (:func:`grader.sandbox.box.open_box`), so a notebook compiles only what the
     solution did not, and nothing of another student's reaches it.
     ``None`` (every cell keeps *timeout*) when the solution cannot be run here.
     """
@@ -159,7 +159,7 @@ def solution_seconds(path: Path | None) -> float | None:
     """The solution's seconds in its graded and answer cells together, from *path*; None: unknown.
 
     What a correct notebook of the assignment costs in its kernel, before
-    start-up and hidden tests: :mod:`grader.batch` starts the most costly classes first.
+    start-up and hidden tests: :mod:`grader.run.batch` starts the most costly classes first.
     """
     if path is None or not Path(path).is_file():
         return None

@@ -1,7 +1,7 @@
 """Grade one student in a course copy of their own, in a process with a wall-time limit.
 
-:mod:`grader.batch` runs many of these at once and merges each result into the
-real gradebook; :mod:`grader.slurm` runs one per array task. Nothing here
+:mod:`grader.run.batch` runs many of these at once and merges each result into the
+real gradebook; :mod:`grader.run.slurm` runs one per array task. Nothing here
 writes outside the student's copy (``<work>/<student>/``), and
 :func:`grade_student` never raises: one student's problem is that student's
 ``failed`` row, with the reason, not the class's.
@@ -23,19 +23,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grader import box as boxes
-from grader import sandbox, sandbox_environment
-from grader.flags import FLAGS_ENV
-from grader.grade_record import notebook_digests
-from grader.processes import kill_user_processes
-from grader.safe_files import copy_tree
-from grader.screen import screen_submission
+from grader.intake.screen import screen_submission
+from grader.run.grade_record import notebook_digests
+from grader.sandbox import box as boxes
+from grader.sandbox import environment as sandbox_environment
+from grader.sandbox import isolation as sandbox
+from grader.sandbox.flags import FLAGS_ENV
+from grader.sandbox.processes import kill_user_processes
+from grader.sandbox.safe_files import copy_tree
 
 if TYPE_CHECKING:
-    from grader.batch import Batch
+    from grader.run.settings import Batch
 
 _CONFIG = """\
-# Made by grader.one_student for one student's course copy; do not edit.
+# Made by grader.run.one_student for one student's course copy; do not edit.
 c = get_config()  # noqa: F821
 load_subconfig({main!r})  # noqa: F821
 c.CourseDirectory.root = {root!r}
@@ -64,9 +65,9 @@ class Outcome:
     flags: list[str] = field(default_factory=list)
     #: seconds by phase (kernel start, cells in the kernel, hidden tests, other), when known
     phases: dict[str, float] = field(default_factory=dict)
-    #: when its grading started, in seconds from the start of the run (set by grader.batch)
+    #: when its grading started, in seconds from the start of the run (set by grader.run.batch)
     started_seconds: float = 0.0
-    #: sha256 of each submitted notebook, as graded (grader.grade_record): which version
+    #: sha256 of each submitted notebook, as graded (grader.run.grade_record): which version
     #: of the submission this grade belongs to
     submitted_sha256: dict[str, str] = field(default_factory=dict)
 
@@ -144,7 +145,7 @@ def _forkserver(threads: int) -> multiprocessing.context.BaseContext:
     """
     os.environ.update(dict.fromkeys(sandbox_environment.THREAD_VARIABLES, str(threads)))
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["grader.autograde_one"])
+    context.set_forkserver_preload(["grader.integration.autograde_one"])
     return context
 
 
@@ -238,7 +239,7 @@ def grade_student(
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         # the grading process and its simulator: the notebooks' share of the cores, too
         env |= dict.fromkeys(sandbox_environment.THREAD_VARIABLES, str(batch.threads))
-        from grader import autograde_one  # nbgrader's imports: only when grading
+        from grader.integration import autograde_one  # nbgrader's imports: only when grading
 
         proc = _forkserver(batch.threads).Process(
             target=autograde_one.grade,

@@ -16,7 +16,7 @@ A box holds, under a folder only root may list:
     student wrote is kept or copied anywhere.
 a folder of its own in ``/tmp`` (:func:`socket_folder`), for the kernel's sockets;
 ``policy.json`` and ``jupyter/kernels/grader-sandbox/``: what
-    :mod:`grader.sandbox_kernel` reads to start the kernel.
+    :mod:`grader.sandbox.kernel` reads to start the kernel.
 """
 
 from __future__ import annotations
@@ -30,10 +30,12 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import cgroups, sandbox, sandbox_environment
-from grader.processes import claim_uids, kill_user_processes
-from grader.safe_files import copy_tree, remove_owned
-from grader.sandbox import Policy
+from grader.sandbox import cgroups
+from grader.sandbox import environment as sandbox_environment
+from grader.sandbox import isolation as sandbox
+from grader.sandbox.policy import Policy
+from grader.sandbox.processes import claim_uids, kill_user_processes
+from grader.sandbox.safe_files import copy_tree, remove_owned
 
 KERNEL_NAME = "grader-sandbox"
 
@@ -66,7 +68,7 @@ class Box:
 
     def runner_command(self) -> list[str]:
         """The command that starts this notebook's kernel runner in its sandbox."""
-        return [sys.executable, "-m", "grader.sandbox_kernel", "--runner", str(self.policy_file)]
+        return [sys.executable, "-m", "grader.sandbox.kernel", "--runner", str(self.policy_file)]
 
     @property
     def policy_file(self) -> Path:
@@ -118,7 +120,7 @@ def open_box(
 
     *private* folders (the course, the grading folder) are never put back into
     the sandbox, even when they are on ``PYTHONPATH``. A *kernel_cache* (what
-    CuPy and JAX compiled for the solution, :mod:`grader.cell_budgets`) is
+    CuPy and JAX compiled for the solution, :mod:`grader.integration.cell_budgets`) is
     copied into the kernel's HOME, where they look for it.
     """
     folder.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from grader.intake.submissions import students_of
+
 __all__ = [
     "notebook_digests",
     "record_path",
@@ -87,16 +89,6 @@ def update_record(course: Path, assignment: str, outcomes: list[Any]) -> None:
     path = record_path(course, assignment)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, record)
-
-
-def students_of(course: Path, assignment: str) -> list[str]:
-    """Every student with a submission of *assignment*, sorted."""
-    submitted = course / "submitted"
-    return (
-        sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir())
-        if submitted.is_dir()
-        else []
-    )
 
 
 def grade_states(course: Path, assignment: str) -> dict[str, str]:

@@ -1,9 +1,9 @@
 """``python -m grader autograde``: grade the classes of one or more assignments, print the table.
 
-The limits per notebook are the fields of :class:`grader.batch.Batch` declared
-with :func:`grader.batch.option`: the command line takes them with the
+The limits per notebook are the fields of :class:`grader.run.batch.Batch` declared
+with :func:`grader.run.batch.option`: the command line takes them with the
 defaults written there, and nowhere else. ``task`` is one Slurm array task of
-``autograde --slurm`` (:mod:`grader.slurm`).
+``autograde --slurm`` (:mod:`grader.run.slurm`).
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-from grader import sandbox
-from grader.batch import Batch, chosen_students, run_classes, table
-from grader.grade_record import stale_students
-from grader.run_lock import assignment_lock
-from grader.stopping import EXIT_STATUS, stopping
+from grader.intake.submissions import chosen_students
+from grader.run.batch import Batch, run_classes, table
+from grader.run.grade_record import stale_students
+from grader.run.run_lock import assignment_lock
+from grader.run.stopping import EXIT_STATUS, stopping
+from grader.sandbox import isolation as sandbox
 
 _UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
@@ -89,7 +90,7 @@ def main(course: Path, args: argparse.Namespace) -> int:
     """Grade, print one table per assignment; the exit status says how it ended.
 
     0: every student graded; 1: some not (the command that grades them again is
-    printed), or another run holds an assignment (:mod:`grader.run_lock`);
+    printed), or another run holds an assignment (:mod:`grader.run.run_lock`);
     130 / 143: stopped by SIGINT (Ctrl-C) / SIGTERM, after the notebooks in
     flight were ended and the finished ones merged and listed.
     """
@@ -104,7 +105,7 @@ def students_to_grade(
     course: Path, assignment: str, named: str | None, only_stale: bool
 ) -> list[str]:
     """The students named (default: all who handed in); with *only_stale*, only those
-    whose grade is stale, missing or failed (:mod:`grader.grade_record`)."""
+    whose grade is stale, missing or failed (:mod:`grader.run.grade_record`)."""
     students = chosen_students(course, assignment, named)
     if only_stale:
         stale = set(stale_students(course, assignment))
@@ -133,8 +134,8 @@ def _grade(course: Path, args: argparse.Namespace, assignments: list[str]) -> in
     print(f"grading sandbox: {level}: {sandbox.LEVEL_MEANING[level]}", file=sys.stderr)
     for warning in sandbox.environment_warnings():
         print(f"warning: {warning}", file=sys.stderr)
-    if args.slurm:  # the cluster runs the tasks; a stop cancels the array (grader.slurm)
-        from grader.slurm import run_slurm
+    if args.slurm:  # the cluster runs the tasks; a stop cancels the array (grader.run.slurm)
+        from grader.run.slurm import run_slurm
 
         then = "cancelling the Slurm array, then merging what finished"
         with stopping(speaker="grader", then=then) as stop:
@@ -173,7 +174,7 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
 
 def task(course: Path | None, args: argparse.Namespace) -> int:
     """One Slurm array task (its settings are in the batch file, not in a course folder)."""
-    from grader.slurm import task as run_task
+    from grader.run.slurm import task as run_task
 
     run_task(args.batch_file, args.index)
     return 0

@@ -1,7 +1,7 @@
 """Which notebook a free grading worker takes next, across several assignments' classes.
 
 A class can be graded only once its solution has been timed (the cell limits
-of :mod:`grader.cell_budgets`, a run of the solution notebook that takes from
+of :mod:`grader.integration.cell_budgets`, a run of the solution notebook that takes from
 seconds to a minute). Waiting for every solution before grading anything would
 leave all workers idle for as long as the slowest solution takes; so each
 class joins the queue when its own solution is timed, and a free worker takes

@@ -2,7 +2,7 @@
 
 The process that submits the array (``autograde --slurm``) is what merges its
 results, and it may die (SIGKILL, a closed terminal) while the array goes on.
-The assignment's run lock (:mod:`grader.run_lock`) dies with it, so the next
+The assignment's run lock (:mod:`grader.run.run_lock`) dies with it, so the next
 run of the assignment starts while the orphan array still grades in the same
 folders. To find it, every array of an assignment carries a job name unique to
 the course folder and the assignment (:func:`job_name`) and its grading folder
@@ -27,7 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.grade_record import write_json
+from demos.cluster import schedulers
+from grader.run.grade_record import write_json
 
 #: Reasons a pending task waits as usual: its turn, the array's own limit of tasks at once.
 USUAL = {"None", "Priority", "JobArrayTaskLimit", "BeginTime", "Dependency", "Resources"}
@@ -56,7 +57,7 @@ class Task:
 def job_name(course: Path, assignment: str) -> str:
     """The name of *assignment*'s arrays for the course folder *course* (the same each run)."""
     digest = hashlib.sha256(str(course.resolve()).encode()).hexdigest()[:10]
-    return f"grade-{assignment}-{digest}"
+    return f"{schedulers.description()['job_names']['grader']}-{assignment}-{digest}"
 
 
 def record_path(course: Path, assignment: str) -> Path:

@@ -3,7 +3,7 @@
 Importing nbgrader takes about 3 s on a 2-core machine (most of it
 in ``jsonschema``'s format checker, which nbformat pulls in and which compiles a
 grammar at import), which was half of a student's grading time. So
-:mod:`grader.batch` starts one multiprocessing *forkserver* that imports this
+:mod:`grader.run.batch` starts one multiprocessing *forkserver* that imports this
 module once, and each student is graded in a fresh fork of it: a clean process
 of its own (its own session, its own environment, killed with the grading
 command) without paying for the imports again.
@@ -21,8 +21,8 @@ from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config.loader import PyFileConfigLoader
 
-from grader.preprocessors import GuardedExecute  # noqa: F401  (with the hidden-test machinery)
-from grader.processes import die_with_parent
+from grader.integration.preprocessors import GuardedExecute  # noqa: F401  (with the hidden-test machinery)
+from grader.sandbox.processes import die_with_parent
 from grader.verdicts.originality import course_fingerprints
 
 # The fingerprints of the course's own functions (about a second of tokenizing on a

@@ -5,7 +5,7 @@ and a student's kernel must not reach it. So every student is graded in a
 course copy of its own (``<work>/<student>/``: a copy of the gradebook made
 before grading starts, that student's submission, a config that selects the
 ``grader-sandbox`` kernel) by a separate ``nbgrader autograde`` process with a
-wall-time limit (:mod:`grader.one_student`); only this process writes the
+wall-time limit (:mod:`grader.run.one_student`); only this process writes the
 real gradebook, merging one student at a time through nbgrader's
 :class:`~nbgrader.api.Gradebook`. A student whose grading failed (a worker
 killed, the time limit) is listed, with the command that grades them again;
@@ -14,21 +14,20 @@ nothing of the others is lost.
 One pool of workers grades every class of a run. A class joins it as soon as
 its solution has been timed for the cell limits (:func:`measure_limits`), and
 a free worker takes the next notebook of the most costly class that has joined
-(:mod:`grader.class_queue`, by the solution's seconds): the slow notebooks
+(:mod:`grader.run.class_queue`, by the solution's seconds): the slow notebooks
 start early, the short ones fill the end, so the workers run out of work
 nearly together, and the cheap classes are graded while the costly solutions
 are still being timed. A run can be stopped (*stop* of :func:`run_classes`):
 no more notebooks start, those in flight are ended and cleaned up, and the
 outcomes of the finished ones come back.
 
-Here: the run's settings (:class:`Batch`), its shared pieces (:func:`prepare`),
-the pool of workers (:func:`run_classes`), the merge and the summary table.
+Here (the run's settings, :class:`Batch`, are :mod:`grader.run.settings`): its shared
+pieces (:func:`prepare`), the pool of workers (:func:`run_classes`), the merge and the
+summary table.
 """
 
 from __future__ import annotations
 
-import functools
-import os
 import queue
 import shutil
 import sys
@@ -36,27 +35,24 @@ import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from grader import cell_budgets, cgroups, sandbox, sandbox_environment
-from grader.class_queue import ClassQueue
-from grader.grade_record import students_of, write_results
-from grader.gradebook_lock import while_locked
-from grader.one_student import Outcome, grade_student, traversable
-from grader.processes import BASE_UID, claim_uids, unreachable
-from grader.safe_files import Allowance, replace_tree, size_text
-from grader.setup_check import check_solution
-
-if TYPE_CHECKING:
-    from traitlets.config import Config
+from grader.integration import cell_budgets
+from grader.run.class_queue import ClassQueue
+from grader.run.grade_record import write_results
+from grader.run.gradebook_lock import while_locked
+from grader.run.one_student import Outcome, grade_student, traversable
+from grader.run.settings import Batch, course_config, course_id
+from grader.run.setup_check import check_solution
+from grader.sandbox import cgroups
+from grader.sandbox import environment as sandbox_environment
+from grader.sandbox import isolation as sandbox
+from grader.sandbox.processes import BASE_UID, claim_uids, unreachable
+from grader.sandbox.safe_files import Allowance, replace_tree, size_text
 
 __all__ = [
     "Batch",
     "Outcome",
-    "chosen_students",
-    "course_setting",
     "grade_student",
     "measure_limits",
     "merge",
@@ -64,70 +60,8 @@ __all__ = [
     "run",
     "run_classes",
     "shared_template",
-    "students_of",
     "table",
 ]
-
-
-def option(flag: str, help: str, default: int, *, size: bool = False) -> Any:
-    """A setting that ``python -m grader autograde`` takes as *flag* (:mod:`grader.autograde`).
-
-    The field's default is the command's default: it is written here only.
-    *size*: given as ``4G``, ``512M`` and shown so in ``--help``.
-    """
-    return field(default=default, metadata={"flag": flag, "help": help, "size": size})
-
-
-#: The sandbox's own limits (what plain ``nbgrader autograde`` gets) are autograde's defaults.
-_KERNEL = sandbox.Policy(level="")
-
-
-@dataclass
-class Batch:
-    """Settings for one grading run."""
-
-    course: Path
-    assignment: str
-    work: Path
-    workers: int = option("--workers", "notebooks graded at once", 1)
-    wall_seconds: int = option("--wall", "seconds per notebook", 600)
-    memory_bytes: int = option("--memory", "memory per notebook", _KERNEL.memory_bytes, size=True)
-    cpu_seconds: int = option("--cpu", "CPU seconds per notebook", _KERNEL.cpu_seconds)
-    processes: int = option("--processes", "processes/threads per notebook", _KERNEL.processes)
-    disk_bytes: int = option("--disk", "files a notebook may write", _KERNEL.disk_bytes, size=True)
-    class_disk_bytes: int = option(
-        "--class-disk",
-        "what one assignment's graded folders may hold in autograded/ together",
-        16 << 30,
-        size=True,
-    )
-    level: str = ""
-    #: Threads per notebook for the numerical libraries; 0: this machine's cores
-    #: shared out among the workers.
-    threads: int = 0
-    #: Whether notebooks see the GPUs; None: yes, unless the course's
-    #: ``c.Grader.without_gpu`` lists the assignment.
-    gpu: bool | None = None
-    #: Per-cell limits measured on the solution (set by :func:`prepare`; see grader.cell_budgets).
-    cell_budgets: Path | None = None
-    #: Why the class is not graded (the solution fails here: grader.setup_check); "": it is.
-    refused: str = ""
-
-    def __post_init__(self) -> None:
-        self.course = self.course.resolve()
-        self.work = self.work.resolve()
-        self.level = self.level or sandbox.detect_level()
-        self.threads = self.threads or max(1, len(os.sched_getaffinity(0)) // self.workers)
-        if self.gpu is None:
-            self.gpu = self.assignment not in course_setting(self.course, "without_gpu", [])
-
-
-def chosen_students(course: Path, assignment: str, named: str | None) -> list[str]:
-    """The students named (comma-separated), or every one with a submission; says when none."""
-    students = named.split(",") if named else students_of(course, assignment)
-    if not students:
-        print(f"no submissions of {assignment} in {course / 'submitted'}", file=sys.stderr)
-    return students
 
 
 def prepare(batch: Batch) -> Path:
@@ -164,7 +98,7 @@ def shared_template(batch: Batch) -> Path:
 
 def measure_limits(batch: Batch) -> None:
     """Time the solution for the limits of each cell (sets ``batch.cell_budgets``)."""
-    timeout = int(_course_config(batch.course).Execute.get("timeout", 60))
+    timeout = int(course_config(batch.course).Execute.get("timeout", 60))
     # the solution runs with the notebooks' share of the cores and GPUs (no HOME of theirs)
     as_notebooks = sandbox.Policy(level=batch.level, threads=batch.threads, gpu=bool(batch.gpu))
     batch.cell_budgets = cell_budgets.budgets_file(
@@ -198,10 +132,10 @@ def merge(batch: Batch, outcome: Outcome) -> None:
 def _merge_scores(batch: Batch, outcome: Outcome, root: Path) -> None:
     from nbgrader.api import Gradebook
 
-    course_id = _course_id(batch.course)
+    course = course_id(batch.course)
     with (
-        Gradebook(f"sqlite:///{root / 'gradebook.db'}", course_id) as src,
-        Gradebook(f"sqlite:///{batch.course / 'gradebook.db'}", course_id) as dst,
+        Gradebook(f"sqlite:///{root / 'gradebook.db'}", course) as src,
+        Gradebook(f"sqlite:///{batch.course / 'gradebook.db'}", course) as dst,
     ):
         sub = src.find_submission(batch.assignment, outcome.student)
         dst.update_or_create_student(outcome.student)
@@ -226,25 +160,6 @@ def _merge_scores(batch: Batch, outcome: Outcome, root: Path) -> None:
             outcome.flags.append("needs manual grading")
 
 
-def _course_config(course: Path) -> Config:
-    from traitlets.config.loader import PyFileConfigLoader
-
-    return PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
-
-
-@functools.cache  # read once per run, not once per merged student
-def _course_id(course: Path) -> str:
-    return _course_config(course).CourseDirectory.get("course_id", "default_course")
-
-
-def course_setting(course: Path, name: str, default: object) -> object:
-    """A grading setting of the course, ``c.Grader.<name>`` in its nbgrader_config.py.
-
-    nbgrader itself ignores the ``Grader`` section; only this package reads it.
-    """
-    return _course_config(course).Grader.get(name, default)
-
-
 def run(batch: Batch, students: list[str], progress: bool = True) -> list[Outcome]:
     """Grade *students* with ``batch.workers`` parallel workers; outcomes in input order."""
     return run_classes([(batch, students)], progress)[0]
@@ -266,7 +181,7 @@ def run_classes(
 
     The solutions are timed (:func:`measure_limits`) side by side while the
     pool already grades the classes that are ready, with one worker fewer per
-    solution still being timed (:mod:`grader.class_queue`).
+    solution still being timed (:mod:`grader.run.class_queue`).
     Once *stop* is set, no notebook starts any more and those in flight are
     ended (:func:`grade_student`); the outcomes of the notebooks graded to
     their end come back (so a class's list may be short), and the others are
@@ -303,7 +218,7 @@ def run_classes(
         ThreadPoolExecutor(len(classes)) as timing,
         claim_uids(workers + len(classes) if own_uids else 0) as uids,
     ):
-        for uid in uids:  # a killed run's cgroup of this id (grader.box names them so)
+        for uid in uids:  # a killed run's cgroup of this id (grader.sandbox.box names them so)
             cgroups.remove_left_behind(f"grader-{uid}")
         for index in range(len(classes)):  # each solution's check has an id of its own
             timing.submit(timed, index, uids[workers + index] if uids else None)

@@ -2,7 +2,7 @@
 
 Student code runs with the grader's rights unless something stops it, and the
 grader can write the gradebook, every submission and the course. So the
-kernel nbgrader starts is not ``ipykernel`` but :mod:`grader.sandbox_kernel`,
+kernel nbgrader starts is not ``ipykernel`` but :mod:`grader.sandbox.kernel`,
 which reads a :class:`Policy` and then, strongest first, whatever this machine
 allows:
 
@@ -15,7 +15,7 @@ allows:
     own. Nothing else of the machine is there, so a second copy of the course
     elsewhere (a backup, another checkout) is not readable either;
 ``bwrap``      (not root): the same without a user id of its own (bubblewrap's
-    options are spelled out in :mod:`grader.bwrap`);
+    options are spelled out in :mod:`grader.sandbox.bwrap`);
 ``uid``        (root, no user namespaces, e.g. an unprivileged container): a
     user id of its own, so nothing of the grader's is writable and the
     gradebook copies (mode 600) are unreadable, and every process of that
@@ -30,9 +30,9 @@ At every level the kernel works in a copy of the notebook's folder
 notebook into, so nothing the student's code leaves there (a link to the
 gradebook, say) is ever written through or copied by the grader. Every level
 limits memory (the resident memory a notebook really writes, kept by
-:mod:`grader.memory_watch`, so that a GPU kernel is not stopped for the address
+:mod:`grader.sandbox.memory_watch`, so that a GPU kernel is not stopped for the address
 space its libraries reserve, and a memory cgroup where one can be made:
-:mod:`grader.cgroups`), the files it writes (:attr:`Policy.disk_bytes`), CPU
+:mod:`grader.sandbox.cgroups`), the files it writes (:attr:`Policy.disk_bytes`), CPU
 time and processes.
 """
 
@@ -44,75 +44,12 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from grader import bwrap
-from grader.bwrap import SYSTEM_FOLDERS
-from grader.processes import BASE_UID
-
-LEVEL_MEANING = {
-    "bwrap+uid": "own user id, no network, own process tree, only the system folders, the "
-    "Python environment and the notebook's own folder visible",
-    "bwrap": "no network, own process tree, only the system folders, the Python environment "
-    "and the notebook's own folder visible (same user id)",
-    "uid": "own user id: course files and gradebook not writable, gradebook copies unreadable, "
-    "its processes killed after each notebook; CANNOT hide world-readable files "
-    "(e.g. solutions/) or cut the network (no user namespaces here)",
-    "limits": "resource limits only: CANNOT protect the gradebook or course files "
-    "(run as root or allow user namespaces)",
-}
-
-
-def own_user(level: str) -> bool:
-    """Whether notebooks at *level* run under a user id of their own (one per worker)."""
-    return level in ("bwrap+uid", "uid")
-
-
-def in_bubblewrap(level: str) -> bool:
-    """Whether notebooks at *level* run inside bubblewrap (their own file system and /tmp)."""
-    return level.startswith("bwrap")
-
-
-@dataclass
-class Policy:
-    """What one sandboxed kernel may see and use (written as JSON next to the kernelspec)."""
-
-    level: str
-    uid: int | None = None
-    memory_bytes: int = 4 << 30
-    cpu_seconds: int = 600
-    processes: int = 512
-    #: What the notebook may write in its folders, its HOME and its /tmp, together.
-    disk_bytes: int = 1 << 30
-    #: Threads each numerical library may start (0: its own default, all cores).
-    threads: int = 0
-    #: Whether the kernel sees the GPUs (False for assignments whose tests need none).
-    gpu: bool = True
-    #: The notebook's own HOME, writable by it alone: libraries keep caches there
-    #: (CuPy's compiled kernels, Keras' settings). Empty: /tmp inside bubblewrap,
-    #: the grader's HOME otherwise.
-    home: str = ""
-    #: The copy of the notebook's folder the kernel works in (bound at the
-    #: notebook's own path inside bubblewrap). Empty: the notebook's folder itself.
-    workdir: str = ""
-    #: Its TMPDIR where there is no bubblewrap (inside, /tmp is its own). Empty: unchanged.
-    tmpdir: str = ""
-    #: The notebook's memory cgroup (:mod:`grader.cgroups`), empty where there is none.
-    cgroup: str = ""
-    #: The folder of the kernel's Unix sockets (one of :attr:`writable`); empty: the runtime's.
-    sockets: str = ""
-    readonly: list[str] = field(default_factory=list)
-    writable: list[str] = field(default_factory=list)
-
-    def save(self, path: Path) -> None:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(descriptor, "w") as f:
-            json.dump(asdict(self), f, indent=1)
-
-    @classmethod
-    def load(cls, path: str | Path) -> Policy:
-        return cls(**json.loads(Path(path).read_text()))
+from grader.sandbox import bwrap
+from grader.sandbox.bwrap import SYSTEM_FOLDERS
+from grader.sandbox.policy import LEVEL_MEANING, Policy, in_bubblewrap, own_user
+from grader.sandbox.processes import BASE_UID
 
 
 def _works(args: list[str]) -> bool:
@@ -305,7 +242,7 @@ def install_kernelspec(folder: Path, policy_file: Path) -> str:
     """Write the ``grader-sandbox`` kernelspec under *folder* (add it to JUPYTER_PATH)."""
     spec = folder / "kernels" / "grader-sandbox"
     spec.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "grader.sandbox_kernel", str(policy_file), "{connection_file}"]
+    argv = [sys.executable, "-m", "grader.sandbox.kernel", str(policy_file), "{connection_file}"]
     (spec / "kernel.json").write_text(
         json.dumps(
             {
@@ -322,7 +259,7 @@ def install_kernelspec(folder: Path, policy_file: Path) -> str:
 
 def main(course: Path, args: object = None) -> int:
     """``python -m grader sandbox``: what a grading kernel is kept from on this machine."""
-    from grader.cgroups import describe
+    from grader.sandbox.cgroups import describe
 
     level = detect_level()
     print(f"grading sandbox: {level}: {LEVEL_MEANING[level]}")

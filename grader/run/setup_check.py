@@ -1,12 +1,12 @@
 """Before a class is graded: the solution must get full marks where the students will be graded.
 
-The cell limits are measured on the solution (:mod:`grader.cell_budgets`),
+The cell limits are measured on the solution (:mod:`grader.integration.cell_budgets`),
 but outside the sandbox and without the hidden tests, so a setup the sandbox
 cannot run (a module it cannot import, a data file it cannot see, a hidden
 test that fails for the solution itself) graded a whole class 0, each
 notebook ``graded``, with nothing said. So each run first grades the
 solution notebook as one more student, through the same path
-(:func:`grader.one_student.grade_student`: the sandbox, its limits, the
+(:func:`grader.run.one_student.grade_student`: the sandbox, its limits, the
 hidden tests), and refuses the class unless it scores full points. A pass is
 remembered per solution version and grading setting (``<work>/solution-check-*.json``),
 so a rerun of the same class costs nothing more.
@@ -22,11 +22,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grader.graded import cell_errors
-from grader.one_student import grade_student
+from grader.run.graded import cell_errors
+from grader.run.one_student import grade_student
 
 if TYPE_CHECKING:
-    from grader.batch import Batch
+    from grader.run.settings import Batch
 
 #: The pseudo-student the solution is graded as (in the run's folder only, never merged).
 CHECK_STUDENT = "grader-solution-check"

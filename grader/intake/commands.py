@@ -1,7 +1,7 @@
 """``python -m grader collect`` and ``screen``: file the submissions, then flag what needs a look.
 
-The work is :func:`grader.collect.collect_all` and :func:`grader.screen.screen_course`;
-here are their command lines.
+The work is :func:`grader.intake.collect.collect_all` and
+:func:`grader.intake.screen.screen_course`; here are their command lines.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from grader.batch import chosen_students
+from grader.intake.submissions import chosen_students
 
 
 def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,7 +26,7 @@ def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
 
 def collect(course: Path, args: argparse.Namespace) -> int:
     """File the inputs, print the report; exit 1 when something was refused."""
-    from grader.collect import collect_all
+    from grader.intake.collect import collect_all
 
     report = collect_all(course, args.assignment, args.inputs, keep=args.keep)
     print(report.text())
@@ -40,7 +40,7 @@ def add_screen_arguments(parser: argparse.ArgumentParser) -> None:
 
 def screen(course: Path, args: argparse.Namespace) -> int:
     """One line per student: ``ok`` or the flags; changes nothing."""
-    from grader.screen import screen_course
+    from grader.intake.screen import screen_course
 
     students = chosen_students(course, args.assignment, args.student)
     if not students:

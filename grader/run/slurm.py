@@ -1,12 +1,12 @@
 """Grade a class as a Slurm job array: one student per array task, merged here afterwards.
 
-Each task grades one student exactly as :func:`grader.batch.grade_student` does
+Each task grades one student exactly as :func:`grader.run.batch.grade_student` does
 on one machine (own course copy, sandboxed kernel) and leaves its outcome in
 ``<work>/<student>/outcome.json``; the grading folder must therefore be on a file
 system the compute nodes share (the course folder usually is). Before the array
 is submitted, the solution is graded here as the students will be
-(:mod:`grader.setup_check`): a setting where it fails grades nobody. This
-process then watches the array in the queue (:mod:`grader.slurm_queue`) with a
+(:mod:`grader.run.setup_check`): a setting where it fails grades nobody. This
+process then watches the array in the queue (:mod:`grader.run.slurm_queue`) with a
 progress bar, says in one line when its tasks cannot start, and merges every
 finished student into the gradebook. A task that died leaves no outcome: that
 student is listed as not graded, with the command to grade them again.
@@ -31,29 +31,41 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
-from grader import batch as batch_mod
-from grader import cgroups
-from grader import slurm_queue as queue
-from grader.grade_record import write_json, write_results
-from grader.processes import claim_uids
-from grader.sandbox import own_user
-from grader.setup_check import check_solution
+from demos.cluster import schedulers
+from grader.run import batch as batch_mod
+from grader.run import slurm_queue as queue
+from grader.run.grade_record import write_json, write_results
+from grader.run.setup_check import check_solution
+from grader.sandbox import cgroups
+from grader.sandbox.policy import own_user
+from grader.sandbox.processes import claim_uids
 
 #: Seconds between two looks at the queue.
 POLL = 2.0
 
 
 def job_script(run: batch_mod.Batch, count: int, options: list[str]) -> str:
-    """The sbatch script of the array (the settings travel in ``<work>/batch.json``)."""
-    limit = max(1, (run.wall_seconds + 180) // 60)
+    """The sbatch script of the array (the settings travel in ``<work>/batch.json``).
+
+    Its name, tag (the grading folder, found again by :mod:`grader.run.slurm_queue`),
+    one CPU per task and run-time limit are asked in the words of the course's
+    scheduler description (deploy/session.yml, :mod:`demos.cluster.schedulers`),
+    with the description's options for every course job; *options* (``--slurm-option``)
+    come last and may override them.
+    """
+    table = schedulers.description()["scheduler_options"]["slurm"]
+    values = {
+        "job_name": queue.job_name(run.course, run.assignment),
+        "tag": run.work,
+        "cores": 1,  # the tasks grade with one thread (_submit: settings["threads"])
+        "walltime": schedulers.walltime(max(1, (run.wall_seconds + 180) // 60)),
+    }
+    found = schedulers.words(table, ("always", "job_name", "tag", "cores", "time"), values)
     lines = [
         "#!/bin/bash",
-        f"#SBATCH --job-name={queue.job_name(run.course, run.assignment)}",
-        f"#SBATCH --comment={run.work}",
+        *schedulers.as_directives(found, table),
         f"#SBATCH --array=0-{count - 1}%{run.workers}",
         f"#SBATCH --output={run.work}/slurm-%A_%a.out",
-        "#SBATCH --cpus-per-task=1",
-        f"#SBATCH --time={limit}",
         *[f"#SBATCH {option}" for option in options],
         f"export PATH={shlex.quote(str(Path(sys.executable).parent))}:$PATH",
         (
@@ -168,7 +180,7 @@ def _submit(
     stop: threading.Event,
 ) -> list[batch_mod.Outcome]:
     """Check the setting, submit the array, watch it, merge."""
-    # In a thread of its own, as in grader.batch: the libraries that time and grade the
+    # In a thread of its own, as in grader.run.batch: the libraries that time and grade the
     # solution put the main thread's SIGINT handler back to KeyboardInterrupt.
     with ThreadPoolExecutor(1) as pool:
         run.refused = pool.submit(_check_setting, run, stop).result()
@@ -196,11 +208,11 @@ def _submit(
 
 
 def _check_setting(run: batch_mod.Batch, stop: threading.Event) -> str:
-    """Why the class cannot be graded as set up (:mod:`grader.setup_check`), or ""."""
+    """Why the class cannot be graded as set up (:mod:`grader.run.setup_check`), or ""."""
     template = batch_mod.prepare(run)
     cgroups.placement()
     with claim_uids(1 if own_user(run.level) else 0) as uids:
-        for uid in uids:  # a killed run's cgroup of this id (grader.box names them so)
+        for uid in uids:  # a killed run's cgroup of this id (grader.sandbox.box names them so)
             cgroups.remove_left_behind(f"grader-{uid}")
         return check_solution(run, template, uids[0] if uids else None, stop) or ""
 

@@ -1,6 +1,6 @@
 """A memory cgroup per notebook: a limit that also counts shared memory and in-memory files.
 
-The memory watcher (:mod:`grader.memory_watch`) counts the pages a notebook's
+The memory watcher (:mod:`grader.sandbox.memory_watch`) counts the pages a notebook's
 processes hold; a file in ``/tmp`` or ``/dev/shm`` (memory on most machines,
 and inside bubblewrap) belongs to no process, so 1.5 GB there passed a 1 GB
 limit. The kernel's memory controller charges those pages to the cgroup of
@@ -10,7 +10,7 @@ containers and older clusters still have), each notebook gets one with
 ``memory.max`` set and is killed by the kernel past it; the grader then
 reads the cgroup's ``oom_kill`` count to say why the notebook stopped. Under
 cgroups v2 the grader's own cgroup must first be made able to have such
-children (:mod:`grader.cgroup_parent`, where the grader moves itself into a
+children (:mod:`grader.sandbox.cgroup_parent`, where the grader moves itself into a
 leaf of its own when it may). Where
 none can be made, :func:`create` answers ``None`` and the watcher and the
 size-limited sandbox file systems are the limit (``python -m grader sandbox``
@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.cgroup_parent import FALLBACK, Placement, place, v2_mount
+from grader.sandbox.cgroup_parent import FALLBACK, Placement, place, v2_mount
 
 #: Room above the notebook's memory limit for what the kernel charges besides its
 #: pages (page tables, the page cache of the libraries it reads, which is reclaimed first).
@@ -48,7 +48,7 @@ def placement() -> Placement:
     """Where this process makes the notebooks' v2 memory cgroups (worked out once per process).
 
     A grading run asks at its start, before any worker is started, so that a
-    needed move into the grader's own leaf (:mod:`grader.cgroup_parent`)
+    needed move into the grader's own leaf (:mod:`grader.sandbox.cgroup_parent`)
     concerns its own process alone.
     """
     if os.environ.get("GRADER_CGROUP") == "off":
@@ -126,9 +126,9 @@ class MemoryCgroup:
 def remove_left_behind(name: str) -> bool:
     """Remove the cgroup *name* a killed run left, killing what is still in it; whether one was.
 
-    A notebook's cgroup is named after its sandbox user id (:mod:`grader.box`),
+    A notebook's cgroup is named after its sandbox user id (:mod:`grader.sandbox.box`),
     and a run that was killed could not remove its own. The next run that
-    claims the id (:func:`grader.processes.claim_uids`: no process of it is
+    claims the id (:func:`grader.sandbox.processes.claim_uids`: no process of it is
     left, no live run holds it) removes it before use, so its notebook never
     starts in a cgroup that still holds another run's processes or charges.
     """

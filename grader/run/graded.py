@@ -11,7 +11,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader.one_student import Outcome
+from grader.run.one_student import Outcome
 
 
 def cell_scores(course: Path, assignment: str, student: str) -> dict[str, float | None]:
