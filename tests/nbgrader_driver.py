@@ -8,11 +8,15 @@ gradebook as an earlier review left it, and its rows.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+
+import nbformat
 
 from demos import manifest
 from grader.trials.selftest import gradebook_scores as scores
@@ -121,3 +125,23 @@ def gradebook_rows(root: Path, leaving_out: list[str]) -> dict[str, list[tuple]]
             query = f"{query} NOT IN ({marks})" if query else f"SELECT * FROM {table}"
             rows[table] = sorted(db.execute(query, leaving_out if "?" in query else []), key=repr)
     return rows
+
+
+@contextlib.contextmanager
+def simt_solution_losing_two_points(root: Path) -> Iterator[None]:
+    """The course's simt solution, for the length of the block, with its reader-blocks answer
+    wrong (8/10 instead of 10/10): what a setup check must refuse. Put back afterwards."""
+    solution = root / "solutions" / "simt" / "simt.ipynb"
+    kept = solution.read_bytes()
+    broken = nbformat.reads(kept.decode(), as_version=4)
+    answer = next(
+        c
+        for c in broken.cells
+        if c.metadata.get("nbgrader", {}).get("grade_id") == "simt-reader-blocks"
+    )
+    answer.source = answer.source.replace("return sorted(", "return [0] or sorted(")
+    try:
+        nbformat.write(broken, solution)
+        yield
+    finally:
+        solution.write_bytes(kept)

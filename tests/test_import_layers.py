@@ -19,6 +19,7 @@ import ast
 from pathlib import Path
 
 from demos import manifest
+from helpers import import_cycle
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("demos", "grader")
@@ -153,26 +154,6 @@ def _layer_of(name: str) -> int:
     raise AssertionError(f"{unit(name)} has no layer in DEMOS_LAYERS: add it where it belongs")
 
 
-def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One cycle of *graph* as a path (first node repeated at the end), or None."""
-    state: dict[str, str] = {}
-
-    def visit(node: str, trail: list[str]) -> list[str] | None:
-        state[node] = "open"
-        for target in sorted(graph.get(node, ())):
-            if state.get(target) == "open":
-                return trail[trail.index(target) :] + [target]
-            if target not in state and (found := visit(target, [*trail, target])):
-                return found
-        state[node] = "done"
-        return None
-
-    for start in sorted(graph):
-        if start not in state and (found := visit(start, [start])):
-            return found
-    return None
-
-
 def test_every_unit_of_demos_has_one_layer() -> None:
     named = [u for _, units in DEMOS_LAYERS for u in units]
     assert len(named) == len(set(named)), "a unit is named in two layers"
@@ -224,13 +205,13 @@ def test_no_import_cycle_between_units() -> None:
         graph.setdefault(unit(name), set()).update(
             unit(t) for t in imports(name) if unit(t) != unit(name)
         )
-    cycle = _cycle(graph)
+    cycle = import_cycle(graph)
     assert cycle is None, "units import each other: " + " -> ".join(cycle or [])
 
 
 def test_no_import_cycle_between_modules_at_import_time() -> None:
     graph = {name: imports(name, import_time_only=True) for name in MODULES}
-    cycle = _cycle(graph)
+    cycle = import_cycle(graph)
     assert cycle is None, "modules import each other: " + " -> ".join(cycle or [])
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from helpers import ROOT, import_cycle
+
 GRADER = ROOT / "grader"
 
 #: The subsystems, each a package with one job (its docstring says which).
@@ -59,26 +60,6 @@ def imports(name: str) -> set[str]:
     return {_ours(n) for n in found if n.split(".")[0] == "grader"} - {"", name, "grader"}
 
 
-def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One cycle of *graph* as a path (first node repeated at the end), or None."""
-    state: dict[str, str] = {}
-
-    def visit(node: str, trail: list[str]) -> list[str] | None:
-        state[node] = "open"
-        for target in sorted(graph.get(node, ())):
-            if state.get(target) == "open":
-                return trail[trail.index(target) :] + [target]
-            if target not in state and (found := visit(target, [*trail, target])):
-                return found
-        state[node] = "done"
-        return None
-
-    for start in sorted(graph):
-        if start not in state and (found := visit(start, [start])):
-            return found
-    return None
-
-
 def _package(name: str) -> str:
     return ".".join(name.split(".")[:2])
 
@@ -94,7 +75,7 @@ def test_grader_is_its_subsystem_packages() -> None:
 
 
 def test_no_import_circle_between_modules_even_for_type_checkers() -> None:
-    cycle = _cycle({name: imports(name) for name in MODULES})
+    cycle = import_cycle({name: imports(name) for name in MODULES})
     assert cycle is None, "modules import each other: " + " -> ".join(cycle or [])
 
 
@@ -104,7 +85,7 @@ def test_no_import_circle_between_subsystems() -> None:
         graph.setdefault(_package(name), set()).update(
             _package(t) for t in imports(name) if _package(t) != _package(name)
         )
-    cycle = _cycle(graph)
+    cycle = import_cycle(graph)
     assert cycle is None, "subsystems import each other: " + " -> ".join(cycle or [])
 
 
@@ -114,4 +95,4 @@ def test_the_reader_sees_every_kind_of_import() -> None:
     assert "grader.run.settings" in imports("grader.run.one_student")  # under TYPE_CHECKING
     assert "grader.integration.autograde_one" in imports("grader.run.one_student")  # in a function
     assert "grader.sandbox.box" in imports("grader.integration.preprocessors")  # package import
-    assert _cycle({"a": {"b"}, "b": {"a"}}) == ["a", "b", "a"]
+    assert import_cycle({"a": {"b"}, "b": {"a"}}) == ["a", "b", "a"]

@@ -32,6 +32,7 @@ from nbgrader_driver import (
     nbgrader_env,
     run_grader,
     run_nbgrader,
+    simt_solution_losing_two_points,
 )
 from run_leftovers import run_processes
 
@@ -199,20 +200,8 @@ def test_nothing_of_a_killed_run_outlives_it(course) -> None:
 
 def test_a_class_is_refused_when_the_solution_fails_where_students_are_graded(course) -> None:
     root, work = course["root"], course["work"]
-    solution = root / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-    kept = solution.read_bytes()
-    broken = nbformat.reads(kept.decode(), as_version=4)
-    answer = next(
-        c
-        for c in broken.cells
-        if c.metadata.get("nbgrader", {}).get("grade_id") == "simt-reader-blocks"
-    )
-    answer.source = answer.source.replace("return sorted(", "return [0] or sorted(")
-    try:
-        nbformat.write(broken, solution)
+    with simt_solution_losing_two_points(root):
         proc = run_grader(root, ["autograde", ASSIGNMENT, "--work", str(work), "--student", "zoe"])
-    finally:
-        solution.write_bytes(kept)
     refusal = [line for line in proc.stderr.splitlines() if "not graded:" in line]
     assert proc.returncode == 1 and len(refusal) == 1, proc.stdout + proc.stderr[-3000:]
     assert "the solution scores 8/10 in the grading sandbox" in refusal[0], refusal

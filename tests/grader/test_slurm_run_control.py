@@ -21,10 +21,16 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import nbformat
 import pytest
 from local_cluster import LocalCluster
-from nbgrader_driver import assert_all_succeeded, hand_in, make_course, nbgrader_env, run_nbgrader
+from nbgrader_driver import (
+    assert_all_succeeded,
+    hand_in,
+    make_course,
+    nbgrader_env,
+    run_nbgrader,
+    simt_solution_losing_two_points,
+)
 from run_leftovers import run_processes
 
 from grader.run.slurm_queue import job_name, record_path
@@ -116,20 +122,8 @@ def _assert_nothing_left(root: Path, cluster: LocalCluster) -> None:
 
 def test_a_solution_that_fails_in_the_sandbox_submits_no_array(setup) -> None:
     root, cluster = setup
-    solution = root / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-    kept = solution.read_bytes()
-    broken = nbformat.reads(kept.decode(), as_version=4)
-    answer = next(
-        c
-        for c in broken.cells
-        if c.metadata.get("nbgrader", {}).get("grade_id") == "simt-reader-blocks"
-    )
-    answer.source = answer.source.replace("return sorted(", "return [0] or sorted(")
-    try:
-        nbformat.write(broken, solution)
+    with simt_solution_losing_two_points(root):
         code, out, err = Grader(root, cluster, GRADE).finish()
-    finally:
-        solution.write_bytes(kept)
     refusal = [line for line in err.splitlines() if "not graded:" in line]
     assert code == 1 and len(refusal) == 1, out + err[-3000:]
     assert "the solution scores 8/10 in the grading sandbox" in refusal[0], refusal
