@@ -250,11 +250,21 @@ def running_hub(
             running.stop()
 
 
-def culler_processes() -> list[int]:
+def culler_processes(hub: Hub) -> list[int]:
+    """The idle cullers *hub* started (and any it left behind), not another test's hub's.
+
+    JupyterHub starts its services in its own working directory, which is the
+    hub's state folder here, so the folder tells one hub's culler from another's
+    when tests run side by side.
+    """
     found = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and b"idle_culler" in (entry / "cmdline").read_bytes():
+            if (
+                entry.name.isdigit()
+                and b"idle_culler" in (entry / "cmdline").read_bytes()
+                and Path(os.readlink(entry / "cwd")) == hub.state.resolve()
+            ):
                 found.append(int(entry.name))
         except OSError:
             pass

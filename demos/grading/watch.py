@@ -32,16 +32,25 @@ from typing import Any
 import numpy as np
 
 import demos
-from demos import cupy_standin, kernel_testing
+from demos import cupy_standin, cupy_standin_streams, kernel_testing
 from demos.numba_advice import silence_advice
 
 _DEMOS_DIR = str(Path(demos.__file__).resolve().parent)
-#: Files of ``demos`` that hold no answers: the tools tests use, which student code may call.
+#: Modules of ``demos`` that hold no answers: the tools tests use, which student code may call
+#: (the CuPy stand-in with its stream log, and the kernel-testing core).
+_TOOLS = (kernel_testing, cupy_standin, cupy_standin_streams)
 _TOOL_PATHS = (
     str(Path(__file__).resolve().parent),
-    *(str(Path(tool.__file__).resolve()) for tool in (kernel_testing, cupy_standin)),
+    *(str(Path(tool.__file__).resolve()) for tool in _TOOLS),
 )
-_TOOL_MODULES = ("demos.grading", kernel_testing.__name__, cupy_standin.__name__)
+_TOOL_MODULES = ("demos.grading", *(tool.__name__ for tool in _TOOLS))
+
+
+def tool_sources() -> list[str]:
+    """The files of ``demos`` that graded code may run (this package and the tools), relative
+    to the repository: what a grading benchmark's provenance covers besides ``grader``."""
+    root = Path(demos.__file__).resolve().parent.parent
+    return [str(Path(path).relative_to(root)) for path in _TOOL_PATHS]
 
 
 def _is_tool_module(name: str) -> bool:

@@ -196,9 +196,10 @@ def bench(
         f"{result['hardware']['cores']}cores{'' if result['complete'] else '-incomplete'}.json"
     )
     from demos import provenance  # which grading code and versions this time belongs to
+    from demos.grading.watch import tool_sources
 
-    # the grader, and what of demos it runs: the kernel side and the shared testing core
-    sources = ["grader", "demos/grading", "demos/kernel_testing.py", "demos/cupy_standin.py"]
+    # the grader, and what of demos it runs: the kernel side and the tools it stands on
+    sources = ["grader", *tool_sources()]
     stamped = provenance.stamp(result, sources)
     path.write_text(json.dumps(stamped, indent=1) + "\n")
     return path

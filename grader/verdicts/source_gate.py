@@ -30,7 +30,8 @@ The rules (each refusal names the first offending line):
   ``gc``, ``ctypes``, ``builtins``, ``types``, ``importlib``, ``os``,
   ``subprocess``, ``threading``, ``operator``, ``pickle``, ``timeit``, whose
   strings are code...), and from ``demos.grading`` only what the visible
-  tests use (:data:`GRADING_NAMES`), never the answering side;
+  tests use (:data:`GRADING_NAMES`, :data:`GRADING_MODULE_NAMES`), never
+  the answering side;
 * dunders that only name things (``xp.__name__``, ``np.__version__``) may
   be read, never bound;
 * no attribute of :data:`DENIED_ATTRIBUTES` (frames, raw memory, drivers,
@@ -99,6 +100,14 @@ GRADING_NAMES = frozenset(
     reference_distances rng seed_for to_numpy uses_course_code watch
     """.split()
 )
+
+#: Modules of ``demos.grading`` whose helpers visible tests import by their full path, and what
+#: a student's cell may import from each (``from demos.grading.compaction import readings``).
+GRADING_MODULE_NAMES = {
+    "compaction": frozenset(
+        "compact_report compacted count_report exclusive_offsets expected_counts readings".split()
+    ),
+}
 
 #: Dunder names that only name things (a module's name, its version): read, never bound.
 READABLE_DUNDERS = frozenset({"__doc__", "__main__", "__name__", "__version__"})
@@ -340,7 +349,11 @@ def _import_reasons(node: ast.Import | ast.ImportFrom) -> Iterator[str]:
     for path in paths:
         parts = (path or "").split(".")
         if parts[:2] == ["demos", "grading"] and isinstance(node, ast.ImportFrom):
-            if len(parts) > 3 or parts[-1] not in GRADING_NAMES:
+            if len(parts) == 4:
+                allowed = GRADING_MODULE_NAMES.get(parts[2], frozenset())
+            else:
+                allowed = GRADING_NAMES if len(parts) <= 3 else frozenset()
+            if parts[-1] not in allowed:
                 yield f"imports {path}, which the grader cannot follow"
             continue
         if path == "sys" or (parts[0] == "sys" and len(parts) == 2 and parts[1] in SYS_ATTRIBUTES):

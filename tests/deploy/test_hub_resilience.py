@@ -177,16 +177,16 @@ def test_a_class_at_once_then_a_hub_crash(hub: Hub) -> None:
         assert all(len(j) == 1 for j in jobs.values()), jobs
 
         # The hub crashes: its culler goes with it, the students' jobs stay.
-        assert len(culler_processes()) == 1
+        assert len(culler_processes(hub)) == 1
         assert hub.process is not None
         hub.process.kill()
         hub.process.wait()
         deadline = time.monotonic() + 15
-        while culler_processes() and time.monotonic() < deadline:
+        while culler_processes(hub) and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert not culler_processes()
+        assert not culler_processes(hub)
         hub.launch()
-        assert len(culler_processes()) == 1
+        assert len(culler_processes(hub)) == 1
         # A stop with SIGTERM (a restart) leaves the servers too.
         os.killpg(hub.process.pid, signal.SIGTERM)
         hub.process.wait(timeout=60)

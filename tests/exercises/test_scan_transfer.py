@@ -97,6 +97,41 @@ COMPACT_DOUBLE_BUFFER = _kernel(  # adds at distance 1, 2, 4, ... between two bu
     "    if flag == 1:\n"
     "        out[offsets[cuda.blockIdx.x] + inclusive - 1] = v\n",
 )
+COMPACT_WORK_EFFICIENT = _kernel(  # chapter 4c's scan: up-sweep, clear the total, down-sweep
+    "scan-compact",
+    "    rank = cuda.shared.array(BLOCK, int32)\n"
+    "    t = cuda.threadIdx.x\n"
+    "    i = cuda.blockIdx.x * BLOCK + t\n"
+    "    value = float32(0)\n"
+    "    keep = 0\n"
+    "    if i < values.shape[0]:\n"
+    "        value = values[i]\n"
+    "        if value > THRESHOLD:\n"
+    "            keep = 1\n"
+    "    rank[t] = keep\n"
+    "    cuda.syncthreads()\n"
+    "    span = 1\n"
+    "    while span < BLOCK:\n"
+    "        j = (t + 1) * 2 * span - 1\n"
+    "        if j < BLOCK:\n"
+    "            rank[j] = rank[j] + rank[j - span]\n"
+    "        cuda.syncthreads()\n"
+    "        span *= 2\n"
+    "    if t == BLOCK - 1:\n"
+    "        rank[t] = 0\n"
+    "    cuda.syncthreads()\n"
+    "    span = BLOCK // 2\n"
+    "    while span >= 1:\n"
+    "        j = (t + 1) * 2 * span - 1\n"
+    "        if j < BLOCK:\n"
+    "            left = rank[j - span]\n"
+    "            rank[j - span] = rank[j]\n"
+    "            rank[j] = rank[j] + left\n"
+    "        cuda.syncthreads()\n"
+    "        span //= 2\n"
+    "    if keep == 1:\n"
+    "        out[offsets[cuda.blockIdx.x] + rank[t]] = value\n",
+)
 COMPACT_BY_VOTES = _kernel(  # warp votes give ranks in a warp; the warps' totals in shared
     "scan-compact",
     "    warp_totals = cuda.shared.array(WARPS, int32)\n"
@@ -215,6 +250,11 @@ def submissions(visible_counts: np.ndarray) -> dict[str, tuple[dict[str, str], f
             {"scan-count": COUNT_BY_BARRIER, "scan-compact": COMPACT_DOUBLE_BUFFER},
             10.0,
             "syncthreads_count and a double-buffered scan are right too",
+        ),
+        "chapter-scan": (
+            {"scan-compact": COMPACT_WORK_EFFICIENT},
+            10.0,
+            "chapter 4c's work-efficient scan, as the chapter teaches it, is right too",
         ),
         "tree-and-votes": (
             {"scan-count": COUNT_BY_TREE, "scan-compact": COMPACT_BY_VOTES},
@@ -384,9 +424,11 @@ def test_solution_full_marks_and_blank_zero(graded: Path) -> None:
 
 @pytest.mark.slow
 def test_only_a_kernel_shaped_like_course_code_goes_to_a_human(graded: Path) -> None:
-    """The solution and a new right answer are not flagged. Chapter 4's block sum turned
-    into a count is flagged for a look (its points stay): the copy check's promise."""
+    """The solution, a new right answer and chapter 4c's scan written as taught are not
+    flagged. Chapter 4's block sum turned into a count is flagged for a look (its points
+    stay): the copy check's promise."""
     assert _flags(graded, "alice") == set() and _flags(graded, "otherscans") == set()
+    assert _flags(graded, "chapterscan") == set()
     assert _flags(graded, "treeandvotes") == {
         "count_kernel has the structure of code the course ships"
     }

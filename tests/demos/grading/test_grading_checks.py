@@ -106,6 +106,16 @@ def test_course_code_is_recognised() -> None:
     assert not grading.is_course_code(grading.expect)  # the grading helpers are not "the answer"
 
 
+def test_the_standin_is_a_tool_not_course_code() -> None:
+    """Arithmetic on stand-in arrays runs the stand-in and its stream log: neither is an answer."""
+    a = xp.asarray(np.arange(6.0).reshape(2, 3))
+    with grading.watch() as seen:
+        with xp.cuda.Stream(non_blocking=True):
+            b = xp.exp(xp.minimum(a @ a.T - 0.5 * xp.einsum("ik,ik->i", a, a)[:, None], 0.0))
+        grading.to_numpy(b.mean(axis=1))
+    assert seen.course_calls == []
+
+
 def test_guard_band_sees_writes_outside_the_output() -> None:
     guarded = grading.GuardedOutput((4, 5), pad=2)
     assert guarded.inner.shape == (4, 5)
