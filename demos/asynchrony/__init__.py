@@ -3,6 +3,8 @@
 :mod:`~demos.asynchrony.overlap` gives a chapter CuPy (or, without a GPU, the
 stand-in that logs what went to which stream), the chunk of work to overlap,
 and reads a timeline of CUDA events for what overlapped;
+:mod:`~demos.asynchrony.waits` logs, in the host's order, the steps a pipeline
+opens and every wait of the host (what the streams check judges the waits by);
 :mod:`~demos.asynchrony.streams_bench` measures the students' pipeline and a
 graph of many small kernels (``python -m demos bench streams``);
 :mod:`~demos.asynchrony.managed` measures managed memory with and without

@@ -11,6 +11,12 @@ that misses the last element, the offset of block b taken from
 ``scanned_totals[b]`` instead of ``scanned_totals[b - 1]``. A right scan must also
 be parallel; the doubling (Hillis-Steele) scan is accepted with a remark on its
 extra work, one thread adding everything in turn is not.
+
+The chapter calls its scan's block size ``SCAN_BLOCK`` (its stencil has a
+``STENCIL_BLOCK`` of its own); a kernel that reads a plain ``BLOCK`` (the
+exercises', an older copy of the chapter) is checked the same way, and every
+message names the constant as the student's kernel does
+(:func:`~demos.checks.block_names.in_its_words`).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from demos.checks._harness import (
     on_gpu,
     require_shared_memory,
 )
+from demos.checks.block_names import in_its_words
 from demos.checks.counted_runs import counted_run, fixed_constants, raise_sync_problems
 from demos.patterns import scan
 from demos.patterns.simulator import AccessLog, python_function
@@ -153,6 +160,7 @@ def _serial(writes: Counter, block: int) -> tuple[int, int] | None:
     return (tid, most) if most > 2 * steps else None
 
 
+@in_its_words(scan.BLOCK_NAMES)
 def block_scan(kernel: Any) -> str:
     """Each block's inclusive scan and total; no race; parallel; work-efficient or told so."""
     require_shared_memory(
@@ -161,7 +169,7 @@ def block_scan(kernel: Any) -> str:
         "cuda.syncthreads() after every step.",
     )
     own = scan.block_of(kernel)
-    written = python_function(kernel).__globals__.get("BLOCK")
+    written = python_function(kernel).__globals__.get(scan.block_name(kernel) or "")
     if own is None and isinstance(written, int) and not isinstance(written, bool):
         raise CheckFailed(
             f"BLOCK = {written} is no power of two from 32 to 1,024. The up-sweep pairs elements "
@@ -230,10 +238,11 @@ def _with_block(kernel: Any, own: int, block: int) -> tuple[Any, tuple[str, ...]
     multiples of its BLOCK, or BLOCK plus a little (``BUF = 2 * BLOCK``, ``SIZE = BLOCK + 1``:
     a GPU wants a shared array's size as one constant) following it; the names changed."""
     fn = python_function(kernel)
-    names = {"BLOCK": block}
+    own_name = scan.block_name(kernel) or "BLOCK"
+    names = {own_name: block}
     for name in fn.__code__.co_names:
         value = fn.__globals__.get(name)
-        if name == "BLOCK" or type(value) is not int or value < own:
+        if name == own_name or type(value) is not int or value < own:
             continue
         if value % own == 0:
             names[name] = value // own * block
@@ -346,17 +355,19 @@ def _add_once(kernel: Any, block: int, n: int, seed: int) -> None:
     )
 
 
+@in_its_words(scan.BLOCK_NAMES)
 def add_offsets(kernel: Any) -> str:
     """After per-block scans (as ``block_scan`` makes them, computed here with NumPy so that only
     the student's add is judged), the add gives numpy.cumsum on several lengths."""
-    names = python_function(kernel).__code__.co_names
-    own = scan.block_of(kernel) if "BLOCK" in names else None
+    name = scan.block_name(kernel)
+    reads = name in python_function(kernel).__code__.co_names
+    own = scan.block_of(kernel) if reads else None
     compiled, gpu_block = kernel, own or scan.BLOCK
     block = own or CHECK_BLOCK
     if block > 2 * CHECK_BLOCK:  # a BLOCK the kernel indexes with: compile it smaller
-        kernel, block = scan.with_constants(kernel, BLOCK=CHECK_BLOCK), CHECK_BLOCK
+        kernel, block = scan.with_constants(kernel, **{name: CHECK_BLOCK}), CHECK_BLOCK
     sizes = [(block, n) for n in (5 * block + 3, 3 * block, block - 11)]
-    if "BLOCK" not in names:  # it must follow the launch's block size: try another
+    if not reads:  # it must follow the launch's block size: try another
         sizes.append((2 * CHECK_BLOCK, 4 * CHECK_BLOCK + 7))
     for seed, (size, n) in enumerate(sizes):
         _add_once(kernel, size, n, 20 + seed)

@@ -12,6 +12,12 @@ negative index silently; a GPU reads whatever lies there), a wrong output at a
 block's edge (the halo) or at the array's border (the first and last RADIUS
 elements keep their value), or neighbours read from global memory instead of
 the tile.
+
+Any RADIUS from 1 to the block size works (the first RADIUS threads load the
+halo, so a block needs at least RADIUS threads); the runs in the simulator use
+blocks of 32, or RADIUS + 1 where that is more. The chapter calls the block size
+``STENCIL_BLOCK`` (its scan has a ``SCAN_BLOCK`` of its own); a kernel that reads
+a plain ``BLOCK`` is checked the same way, and the messages use its name.
 """
 
 from __future__ import annotations
@@ -31,12 +37,14 @@ from demos.checks._harness import (
     on_gpu,
     require_shared_memory,
 )
+from demos.checks.block_names import in_its_words
 from demos.checks.counted_runs import counted_run, fixed_constants, raise_sync_problems
 from demos.patterns import scan, stencil
 from demos.patterns.simulator import python_function
 
 CHECK_BLOCK = 32
-MAX_RADIUS = 8
+#: What a chapter cell may call its stencil's block size: chapter 4c's name, then the plain one.
+BLOCK_NAMES = ("STENCIL_BLOCK", "BLOCK")
 _OUTSIDE = (
     "The tile has BLOCK + 2 * RADIUS cells: thread t's own element is tile[t + RADIUS], its "
     "neighbours tile[t] to tile[t + 2 * RADIUS]; x is read only where the index is inside it "
@@ -61,18 +69,28 @@ def _constant(kernel: Any, name: str, low: int, high: int) -> int | None:
     return None
 
 
+def _block_name(kernel: Any) -> str:
+    return scan.block_name(kernel, BLOCK_NAMES) or BLOCK_NAMES[0]
+
+
 def _recompiled(kernel: Any, block: int, radius: int) -> tuple[Any, tuple[str, ...]]:
-    """*kernel* compiled with BLOCK = *block* and RADIUS = *radius*, and every other module
-    constant it reads that equals its BLOCK + 2 * RADIUS (the tile's size, ``TILE``) following
-    them; the names changed."""
+    """*kernel* compiled with its block size = *block* and RADIUS = *radius*, and every other
+    module constant it reads that equals its block + 2 * RADIUS (the tile's size, ``TILE``)
+    following them; the names changed."""
     fn = python_function(kernel)
-    tile = fn.__globals__.get("BLOCK", 0) + 2 * fn.__globals__.get("RADIUS", 0)
-    names = {"BLOCK": block, "RADIUS": radius}
-    for name in fn.__code__.co_names:
-        value = fn.__globals__.get(name)
-        if name not in names and type(value) is int and value == tile:
-            names[name] = block + 2 * radius
+    name = _block_name(kernel)
+    tile = fn.__globals__.get(name, 0) + 2 * fn.__globals__.get("RADIUS", 0)
+    names = {name: block, "RADIUS": radius}
+    for other in fn.__code__.co_names:
+        value = fn.__globals__.get(other)
+        if other not in names and type(value) is int and value == tile:
+            names[other] = block + 2 * radius
     return scan.with_constants(kernel, **names), tuple(names)
+
+
+def _simulated_block(radius: int) -> int:
+    """The block of the simulated runs: 32 threads, or RADIUS + 1 where the halo needs more."""
+    return max(CHECK_BLOCK, radius + 1)
 
 
 def _outside_reads(log: Any, n: int) -> list[int]:
@@ -142,7 +160,8 @@ def _run(kernel: Any, radius: int, block: int, n: int, seed: int) -> float:
     most = max(
         (c for key, c in log.reads.items() if key[0] == "x" and key[1][0] in inside), default=0
     )
-    if most > 2:
+    tiles = 1 + math.ceil(2 * radius / block)  # the tiles an element lies in: own, and halos
+    if most > tiles:
         raise CheckFailed(
             f"{what}: right values, but an element of x was read {most} times from global "
             "memory. Each element is loaded once into its block's tile (and once more as a "
@@ -151,6 +170,7 @@ def _run(kernel: Any, radius: int, block: int, n: int, seed: int) -> float:
     return most
 
 
+@in_its_words(BLOCK_NAMES)
 def stencil_shared(kernel: Any) -> str:
     """Right means with the student's RADIUS and a larger one, edges and borders included; no
     race; each input read from global memory at most twice."""
@@ -159,22 +179,33 @@ def stencil_shared(kernel: Any) -> str:
         "load the block's elements and their halo into cuda.shared.array, wait with "
         "cuda.syncthreads(), then read the neighbours from the tile.",
     )
-    radius = _constant(kernel, "RADIUS", 1, MAX_RADIUS)
-    if radius is None or _constant(kernel, "BLOCK", 1, 1024) is None:
+    name = _block_name(kernel)
+    block = _constant(kernel, name, 1, 1024)
+    written = python_function(kernel).__globals__.get("RADIUS")
+    if block is None or written is None:
         raise CheckFailed(
-            f"the kernel needs the constants BLOCK (threads per block, 1 to 1,024) and RADIUS "
-            f"(neighbours on each side, 1 to {MAX_RADIUS}) above it: the tile's length "
+            "the kernel needs the constants BLOCK (threads per block, 1 to 1,024) and RADIUS "
+            "(neighbours on each side, 1 to BLOCK) above it: the tile's length "
             "BLOCK + 2 * RADIUS must be known when the kernel is compiled."
         )
-    block = _constant(kernel, "BLOCK", 1, 1024)
+    radius = _constant(kernel, "RADIUS", 1, block)
+    if radius is None:
+        raise CheckFailed(
+            f"RADIUS = {written!r}: a radius is a whole number from 1 to BLOCK (= {block} here). "
+            "The first RADIUS threads of a block load the halo, so a block needs at least RADIUS "
+            "threads; any such radius works, a larger one needs a larger BLOCK."
+        )
+    simulated = kernel
     if block > 2 * CHECK_BLOCK:  # the simulator is slow: a large BLOCK is compiled smaller
-        kernel, block = _recompiled(kernel, CHECK_BLOCK, radius)[0], CHECK_BLOCK
+        smaller = _simulated_block(radius)
+        if smaller < block:
+            simulated, block = _recompiled(kernel, smaller, radius)[0], smaller
     for seed, n in enumerate((3 * block + 5, block, 2 * radius + 3)):
-        _run(kernel, radius, block, n, seed)
+        _run(simulated, radius, block, n, seed)
     wider = radius + 1
-    other, changed = _recompiled(kernel, CHECK_BLOCK, wider)
+    other, changed = _recompiled(kernel, _simulated_block(wider), wider)
     try:
-        _run(other, wider, CHECK_BLOCK, 101, 9)
+        _run(other, wider, _simulated_block(wider), 4 * _simulated_block(wider) - 27, 9)
     except CheckFailed as problem:
         raise CheckFailed(
             f"{problem} Your kernel passed with RADIUS = {radius}: does all of it follow RADIUS "
@@ -193,7 +224,7 @@ def stencil_shared(kernel: Any) -> str:
 
 def _on_the_gpu(kernel: Any, radius: int) -> None:
     """The compiled kernel on the GPU with its own BLOCK, input and output guarded."""
-    block = _constant(kernel, "BLOCK", 1, 1024)
+    block = _constant(kernel, _block_name(kernel), 1, 1024)
     n = 100_003
     x = np.random.default_rng(15).random(n).astype(np.float32)
     source = GuardedInput(x)

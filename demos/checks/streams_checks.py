@@ -6,13 +6,18 @@ copies of one chunk ran while kernels of another did. Without a GPU nothing can
 overlap or be timed, so the same function runs on the CuPy stand-in, which logs
 what was issued on which stream, from which host memory and where the host
 waited: the check reads that structure (the causes of overlap) and says that the
-overlap itself is measured only on a GPU. :func:`capture_steps` launches the
-student's CUDA graph and compares what it did with NumPy, on either.
+overlap itself is measured only on a GPU. Where the host waited is judged by one
+rule on both (:func:`host_waits`): on a GPU from a log of the steps and the
+waits in the host's order (:mod:`demos.asynchrony.waits`), because a timeline
+alone lets a wrong wait pass whenever the streams happen to finish in time; the
+whole GPU verdict is a function of what was recorded (:func:`gpu_verdict`).
+:func:`capture_steps` launches the student's CUDA graph and compares what it
+did with NumPy, on either.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,6 +34,7 @@ from demos.asynchrony.overlap import (
     make_work,
     read_overlap,
 )
+from demos.asynchrony.waits import HOST, WAIT, StepsInOrder, recorded
 from demos.checks._harness import CheckFailed
 from demos.profiling.timeline import EventTimeline, from_records
 
@@ -40,10 +46,7 @@ _PAGEABLE = (
     "pageable host memory, which no copy engine can reach while a kernel runs: stage the data "
     "in cupyx.empty_pinned buffers and copy from and into those"
 )
-_WAIT = (
-    "so the GPU had nothing queued behind it. Issue every chunk first, then wait once, after "
-    "the loop (stream.synchronize() for each stream)"
-)
+_WAIT = "Issue every chunk first, then wait once, after the loop (s.synchronize() for each stream)"
 
 
 def _host_result(out: Any, data: np.ndarray, iterations: int) -> None:
@@ -102,15 +105,40 @@ def _read_log(log: list[standin_streams.Op], chunks: int, n_streams: int) -> Non
                 else "y.get(out=host_out[k], stream=s, blocking=False)"
             )
             raise CheckFailed(f"a {op.kind} made the host wait for it: write {how}.")
-    at = [k for k, op in enumerate(log) if op.kind in (COPY_IN, KERNEL, COPY_OUT)]
-    waits = [op for op in log[at[0] : at[-1]] if op.kind == "sync"]
-    if waits:
-        raise CheckFailed(
-            f"the host waited {len(waits)} time(s) before the last chunk was issued (a "
-            f"synchronize, a blocking copy or a value read on the host), {_WAIT}."
-        )
+    _waits_in_loop(log)
     _shared_buffers(issued)
-    _waited_for_all(log[at[-1] :], {op.stream for op in issued})
+    _waited_for_all(log, {op.stream for op in issued})
+
+
+_STEPS = (COPY_IN, KERNEL, COPY_OUT)
+
+
+def _waits_in_loop(log: Sequence[Any]) -> None:
+    """Raise if the host waited between issuing the first step and the last: each wait lets the
+    GPU run dry, and a wait after every chunk serialises them (nothing can overlap)."""
+    at = [k for k, op in enumerate(log) if op.kind in _STEPS]
+    waits = [k for k in range(at[0], at[-1]) if log[k].kind == WAIT] if at else []
+    if not waits:
+        return
+    first = log[waits[0]]
+    before = [op for op in log[: waits[0]] if op.kind in _STEPS]
+    chunk = sum(op.kind == before[-1].kind for op in before) - 1
+    call = getattr(first, "call", "")
+    how = f"{call} for {first.stream}" if call else f"for {first.stream}"
+    raise CheckFailed(
+        f"the host waited {len(waits)} time(s) before the last chunk was issued, the first "
+        f"{how} after chunk {chunk}'s {before[-1].kind} (a synchronize, a blocking copy or a "
+        "value read on the host, inside the loop): each wait lets the GPU run dry, and one after "
+        f"every chunk runs the chunks one after another, with nothing to overlap. {_WAIT}."
+    )
+
+
+def host_waits(log: Sequence[Any]) -> None:
+    """The verdict on where the host waited, from *log* alone: steps (``copy in``, ``kernel``,
+    ``copy out``) and waits (``sync``) with their streams, in the order the host made them.
+    None between the first step and the last; after the last, waits for every stream used."""
+    _waits_in_loop(log)
+    _waited_for_all(log, {op.stream for op in log if op.kind in _STEPS})
 
 
 def _shared_buffers(issued: list[standin_streams.Op]) -> None:
@@ -136,19 +164,25 @@ def _shared_buffers(issued: list[standin_streams.Op]) -> None:
         )
 
 
-def _waited_for_all(after: list[standin_streams.Op], used: set[str]) -> None:
-    """The host waited, after the last chunk was issued, for every stream that got work."""
-    waited = {op.stream for op in after if op.kind == "sync"}
-    if "host" in waited:  # a wait for the whole device
+def _waited_for_all(log: Sequence[Any], used: set[str]) -> None:
+    """The host waited, after the last step was issued, for every stream that got work."""
+    at = [k for k, op in enumerate(log) if op.kind in _STEPS]
+    after = log[at[-1] :] if at else log
+    waited = {op.stream for op in after if op.kind == WAIT}
+    if HOST in waited:  # a wait for the whole device
         return
     missing = sorted(used - waited)
     if missing:
         said = ", ".join(sorted(waited)) if waited else "nothing"
+        calls = sorted({op.call for op in after if op.kind == WAIT and getattr(op, "call", "")})
+        through = f" (through {', '.join(calls)})" if calls else ""
         raise CheckFailed(
-            f"after the loop the host waited for {said}, not for {', '.join(missing)}: the "
-            "array you return may still be filling. Wait for every stream you used "
-            "(s.synchronize() for each; the default stream does not wait for streams made with "
-            "non_blocking=True)."
+            f"after the loop the host waited for {said}{through}, not for "
+            f"{', '.join(missing)}: the array you return may still be filling (on a GPU it "
+            "can come out right by luck, when those streams happen to finish first). Wait for "
+            "every stream you used (s.synchronize() for each, an event recorded on each, or "
+            "cp.cuda.Device().synchronize(); the default stream does not wait for streams made "
+            "with non_blocking=True)."
         )
 
 
@@ -196,9 +230,10 @@ def _on_gpu(fn: Callable, cp: Any, rng: np.random.Generator) -> str:
     fn(data[::-1].copy(), work, n_streams, EventTimeline(use_gpu=True))
     cp.cuda.Device().synchronize()
     timeline = EventTimeline(use_gpu=True)
-    out = fn(data, work, n_streams, timeline)
-    # the end of every row, read before any wait: a row still filling differs from its final
-    ends = np.array(out[:, -16:], copy=True) if isinstance(out, np.ndarray) else None
+    with recorded(cp) as log:  # the steps and the host's waits, in the host's order
+        out = fn(data, work, n_streams, StepsInOrder(timeline, log, cp))
+        # the end of every row, read before any wait: a row still filling differs from its final
+        ends = np.array(out[:, -16:], copy=True) if isinstance(out, np.ndarray) else None
     cp.cuda.Device().synchronize()
     _host_result(out, data, iterations)
     if ends is not None and not np.array_equal(ends, out[:, -16:]):
@@ -207,7 +242,15 @@ def _on_gpu(fn: Callable, cp: Any, rng: np.random.Generator) -> str:
             "chunk's copy came later. Wait for every stream you used after the loop "
             "(s.synchronize() for each stream)."
         )
-    records = timeline.records()
+    return gpu_verdict(timeline.records(), log, chunks, n_streams, is_pinned(cp, out))
+
+
+def gpu_verdict(
+    records: list[dict[str, Any]], log: Sequence[Any], chunks: int, n_streams: int, pinned: bool
+) -> str:
+    """The GPU run's verdict from what was recorded alone: the timeline's *records* (CUDA events
+    per step and stream), the host's *log* of steps and waits (:mod:`demos.asynchrony.waits`)
+    and whether the result lies in *pinned* memory. Raises with the first problem."""
     _read_timeline(records, chunks)
     seen = read_overlap(from_records(records))
     first = {r["lane"] for r in [r for r in records if r["name"] == KERNEL][:n_streams]}
@@ -217,13 +260,14 @@ def _on_gpu(fn: Callable, cp: Any, rng: np.random.Generator) -> str:
             "in order, so chunks on one stream cannot overlap. Make n_streams streams and give "
             "chunk k the stream k % n_streams."
         )
+    host_waits(log)  # the same rule as without a GPU: luck in the timing passes no wrong wait
     if seen.overlapped:
         return f"copies and kernels of different chunks overlapped: {seen.sentence()}."
     if seen.null_stream:
         cause = f"some of the work {_NULL}"
     elif seen.streams < 2:
         cause = "everything ran on one stream; give chunk k the stream k % n_streams"
-    elif not is_pinned(cp, out):
+    elif not pinned:
         cause = f"the result was copied into {_PAGEABLE}"
     else:
         cause = (

@@ -31,7 +31,9 @@ from demos.patterns.simulator import python_function
 
 __all__ = [
     "BLOCK",
+    "BLOCK_NAMES",
     "add_offsets_kernel",
+    "block_name",
     "block_of",
     "block_scan_kernel",
     "inclusive_scan",
@@ -42,6 +44,9 @@ __all__ = [
 ]
 
 BLOCK = 256  # elements (and threads) per block of the course's scan: a power of two
+#: What a chapter cell may call its scan's block size: chapter 4c's name (its stencil has its own,
+#: so that changing one leaves the other alone), then the plain name (the exercises' kernels).
+BLOCK_NAMES = ("SCAN_BLOCK", "BLOCK")
 
 
 def _check_block(block: Any) -> int:
@@ -206,13 +211,23 @@ def scan_adds(n: int, method: str) -> int:
     raise ValueError(f"unknown method {method!r}: sequential, work-efficient or doubling")
 
 
+def block_name(kernel: Any, names: tuple[str, ...] = BLOCK_NAMES) -> str | None:
+    """Which of *names* is the module-level block size of *kernel*: the first its code reads,
+    else the first its module defines; None when it has none of them."""
+    fn = python_function(kernel)
+    read = [name for name in names if name in fn.__code__.co_names]
+    defined = [name for name in names if name in fn.__globals__]
+    return (read or defined or [None])[0]
+
+
 def block_of(kernel: Any) -> int | None:
     """The block a scan kernel was compiled for: the ``block`` it closes over (the course's
-    kernels) or the module-level ``BLOCK`` it reads (a chapter cell's), if a power of two from
-    32 to 1,024; else None."""
+    kernels) or the module-level ``SCAN_BLOCK`` (or ``BLOCK``) it reads (a chapter cell's), if a
+    power of two from 32 to 1,024; else None."""
     fn = python_function(kernel)
     closure = inspect.getclosurevars(fn).nonlocals
-    value = closure["block"] if "block" in closure else fn.__globals__.get("BLOCK")
+    name = block_name(kernel)
+    value = closure["block"] if "block" in closure else fn.__globals__.get(name or "")
     try:
         return _check_block(value)
     except (TypeError, ValueError):

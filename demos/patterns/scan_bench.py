@@ -32,6 +32,7 @@ from demos.kernel_testing import to_host
 from demos.live import Expect, Row, Table
 from demos.patterns import scan, stencil
 from demos.patterns.bench import copy_bandwidth
+from demos.patterns.copy_share import copy_share_rows, find
 
 N = 2**26  # the reference size: 256 MB of int32 or float32, far beyond any cache
 QUICK_N = 2**20
@@ -160,14 +161,6 @@ def reference() -> live.Reference | None:
     return live.reference_or_explain(REFERENCE, MAKE_REFERENCE, "results")
 
 
-def find(records: list[dict[str, Any]], name: str) -> dict[str, Any]:
-    """The record called *name* (KeyError when it is missing)."""
-    for r in records:
-        if r["name"] == name:
-            return r
-    raise KeyError(name)
-
-
 def _copy_tb(r: dict[str, Any]) -> float:
     return r["copy_bandwidth"]["bytes_moved_per_s"] / 1e12
 
@@ -183,15 +176,7 @@ SCAN_TABLE = Table(
             Row(name, lambda r, m=name: find(r["scan"], m)["ms"], "ms", 3)
             for name in (COURSE_SCAN, LIBRARY)
         ),
-        *(
-            Row(
-                f"{name}, share of the copy's rate",
-                lambda r, m=name: 100 * find(r["scan"], m)["fraction_of_copy"],
-                "%",
-                0,
-            )
-            for name in (COURSE_SCAN, LIBRARY)
-        ),
+        *copy_share_rows("scan", (COURSE_SCAN, LIBRARY), "fraction_of_copy"),
     ),
     Expect(
         "cupy.cumsum, one pass over the data, is faster than the three launches, which read and "
@@ -211,15 +196,7 @@ STENCIL_TABLE = Table(
             Row(name, lambda r, m=name: find(r["stencil"], m)["ms"], "ms", 3)
             for name in STENCIL_NAMES
         ),
-        *(
-            Row(
-                f"{name}, share of the copy's rate",
-                lambda r, m=name: 100 * find(r["stencil"], m)["fraction_of_copy"],
-                "%",
-                0,
-            )
-            for name in STENCIL_NAMES
-        ),
+        *copy_share_rows("stencil", STENCIL_NAMES, "fraction_of_copy"),
     ),
     Expect(
         "in one dimension the L1 cache does the tile's work: the shared tile is no clear win at "
@@ -271,6 +248,13 @@ def stencil_shares(result: dict[str, Any] | None, tile_helps: dict[int, Any] | N
         print("Nothing to compare here: no GPU, and the reference has not been measured yet.")
         return
     tile_helps = tile_helps or {}
+    unknown = sorted(set(tile_helps) - set(RADII), key=str)
+    if unknown:  # a guess the benchmark cannot answer: say so rather than drop it silently
+        print(
+            f"tile_helps has guesses for radius {', '.join(map(str, unknown))}, which the "
+            f"benchmark does not run: it runs radius {' and '.join(map(str, RADII))} (RADII), so "
+            "set tile_helps[r] for those."
+        )
     for radius in RADII:
         g = find(result["stencil"], f"radius {radius}, global")
         s = find(result["stencil"], f"radius {radius}, shared")

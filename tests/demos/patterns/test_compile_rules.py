@@ -62,7 +62,7 @@ def test_a_stencil_with_a_computed_tile_fails_its_check_with_the_fix_named(
     source = (ANSWERS_DIR / "stencil_shared.py").read_text(encoding="utf-8")
     one_constant = "cuda.shared.array(TILE, float32)"
     assert one_constant in source
-    computed = "cuda.shared.array(BLOCK + 2 * RADIUS, float32)"
+    computed = "cuda.shared.array(STENCIL_BLOCK + 2 * RADIUS, float32)"
     cell.write_text(source.replace(one_constant, computed), encoding="utf-8")
     spec = importlib.util.spec_from_file_location("student_cell", cell)
     module = importlib.util.module_from_spec(spec)
@@ -70,4 +70,4 @@ def test_a_stencil_with_a_computed_tile_fails_its_check_with_the_fix_named(
     check("stencil_shared", module.stencil_shared)
     said = capsys.readouterr().out
     assert said.startswith("✗ stencil_shared")
-    assert "TILE = BLOCK + 2 * RADIUS" in said
+    assert "TILE = STENCIL_BLOCK + 2 * RADIUS" in said

@@ -121,6 +121,10 @@ def test_the_benchmark_core_runs_on_numpy_in_the_simulator_and_fills_the_tables(
     assert "radius 8" in said and "it helps: yes" in said and "it helps: no guess" in said
     with pytest.raises(ValueError, match="at least 1"):
         scan_bench.measure(np, _wall_ms, 0)
+    # a guess for a radius the benchmark does not run is named, not dropped silently
+    scan_bench.stencil_shares(result, {1: False, 4: True})
+    said = capsys.readouterr().out
+    assert "guesses for radius 4, which the benchmark does not run: it runs radius 1 and 8" in said
 
 
 def test_the_benchmark_times_the_students_kernels_with_their_block() -> None:

@@ -201,6 +201,36 @@ def _verdict(name: str, source: str, capsys: pytest.CaptureFixture[str]) -> str:
             ),
             "✓",
         ),
+        # a wait for the whole device after the loop
+        (_pipeline(PINNED_LOOP, after="    cp.cuda.Device().synchronize()\n"), "✓"),
+        # an event recorded on each stream after the loop, each waited for
+        (
+            _pipeline(
+                PINNED_LOOP,
+                after="    for s in streams:\n        e = cp.cuda.Event()\n"
+                "        e.record(s)\n        e.synchronize()\n",
+            ),
+            "✓",
+        ),
+        # the last event of the loop only: one stream of four
+        (
+            _pipeline(
+                PINNED_LOOP + "            e = cp.cuda.Event()\n            e.record()\n",
+                after="    e.synchronize()\n",
+            ),
+            "the array you return may still",
+        ),
+        # every stream waited for after each round of n_streams chunks: overlap within a round
+        # only, and the GPU runs dry at each round's end
+        (
+            _pipeline(
+                PINNED_LOOP
+                + "        if k % n_streams == n_streams - 1:\n"
+                + "            for t in streams:\n"
+                + "                t.synchronize()\n",
+            ),
+            "waited 6 time(s) before the last chunk was issued, the first for stream",
+        ),
     ],
     ids=[
         "answer-variant",
@@ -224,6 +254,10 @@ def _verdict(name: str, source: str, capsys: pytest.CaptureFixture[str]) -> str:
         "pageable-output",
         "copy-out-on-another-stream",
         "breadth-first",
+        "device-sync",
+        "event-per-stream",
+        "last-event-only",
+        "sync-every-round",
     ],
 )
 @pytest.mark.nogpu  # the stand-in's verdicts; a GPU's are in the test below
@@ -246,8 +280,27 @@ def test_streamed_work_names_each_mistake_and_accepts_variants(source, words, ca
         ),
         # nothing waited for: the last chunk's copy lands after the function returned
         (_pipeline(PINNED_LOOP, after=""), "still filling when your function returned"),
+        # a wait for the whole device instead of one per stream
+        (_pipeline(PINNED_LOOP, after="    cp.cuda.Device().synchronize()\n"), "overlapped"),
+        # the loop's last stream only: the others often finish first, so the result and the
+        # timeline can both look right; the log of the host's waits says what it waited for
+        # (or, when a row was still being copied as the function returned, the result says so:
+        # both say the returned array was still filling)
+        (_pipeline(PINNED_LOOP, after="    s.synchronize()\n"), "filling"),
+        # a wait after every chunk: serial, whatever the timeline's noise says
+        (
+            _pipeline(PINNED_LOOP + "        s.synchronize()\n"),
+            "waited 7 time(s) before the last chunk was issued",
+        ),
     ],
-    ids=["answer", "two-streams", "no-final-wait"],
+    ids=[
+        "answer",
+        "two-streams",
+        "no-final-wait",
+        "device-sync",
+        "last-stream-only",
+        "sync-in-loop",
+    ],
 )
 def test_streamed_work_on_a_gpu_names_what_the_timeline_and_the_result_show(
     source, words, capsys
