@@ -8,12 +8,13 @@ framework. Code that cannot work without a GPU calls :func:`require_gpu` (or
 :func:`require_cupy`) and the user gets one clear sentence instead of a traceback
 from deep inside a library.
 
-Run ``python -m demos info`` for a report.
+:func:`report` gathers all of it in one dictionary (benchmarks record it);
+``python -m demos info`` (:mod:`demos.info_command`) prints it for a person, in the
+words of :mod:`demos.machine_report`.
 """
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import ctypes.util
 import functools
@@ -26,6 +27,9 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+# Re-exported: chapter 0 prints ``hardware.format_report(hardware.report())``.
+from demos.machine_report import format_report as format_report
 
 SIMULATOR_ENV = "NUMBA_ENABLE_CUDASIM"
 
@@ -236,28 +240,6 @@ def numba_cuda_status() -> tuple[bool, str]:
         return False, f"numba-cuda cannot use the GPU: {exc}"
 
 
-def gpu_warnings(info: dict[str, Any]) -> list[str]:
-    """What is wrong when a GPU is visible but the course's GPU libraries cannot use it.
-
-    The usual cause is an install made for the CPU (e.g. on a login node without a
-    GPU) or CUDA libraries newer than the driver; the warning names the fix.
-    """
-    if not info["gpus"]:
-        return []
-    fix = (
-        "install the CUDA builds with `./course.sh install --gpu` and check that the "
-        f"driver (CUDA {info['cuda_driver']}) is at least the CUDA version of the wheels (12.x)"
-    )
-    warnings = []
-    if not info.get("cupy_usable"):
-        warnings.append(f"a GPU is visible but CuPy cannot use it ({info['cupy']}): {fix}")
-    if not info.get("numba_cuda_usable") and not info["simulator"]:
-        warnings.append(
-            f"a GPU is visible but numba-cuda cannot use it ({info['numba_cuda']}): {fix}"
-        )
-    return warnings
-
-
 def require_gpu(what: str) -> None:
     """Raise :class:`GPUUnavailableError` naming *what* needed the GPU, if there is none."""
     if not has_gpu():
@@ -342,59 +324,3 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
-
-
-def format_report(info: dict[str, Any]) -> str:
-    """A human-readable version of :func:`report`."""
-    lines = [
-        f"Python      {info['python']} on {info['platform']}",
-        f"CPU         {info['processor']} ({info['cpu_count']} logical cores)",
-    ]
-    if info["cuda_driver"]:
-        lines.append(
-            f"CUDA driver supports CUDA {info['cuda_driver']} (the newest CUDA its GPUs can run)"
-        )
-    if info["gpus"]:
-        for g in info["gpus"]:
-            cc = ".".join(map(str, g["compute_capability"]))
-            lines.append(
-                f"GPU {g['index']}       {g['name']}: {g['total_memory_bytes'] / 2**30:.1f} GiB, "
-                f"compute capability {cc}, {g['multiprocessors']} SMs"
-            )
-    else:
-        lines.append(f"GPUs        none: {info['no_gpu_reason']}")
-    sim = (
-        "ON (kernels run on the CPU, one Python thread per CUDA thread)"
-        if info["simulator"]
-        else "off"
-    )
-    lines.append(f"Numba CUDA simulator {sim}")
-    lines.append(f"CuPy        {info['cupy']}")
-    if "numba_cuda" in info:
-        lines.append(f"numba-cuda  {info['numba_cuda']}")
-    if "tensorflow" in info:
-        lines.append(f"TensorFlow  {info['tensorflow']}")
-    versions = ", ".join(f"{k} {v}" for k, v in info["packages"].items() if v)
-    lines.append(f"Packages    {versions}")
-    lines += [f"WARNING     {w}" for w in gpu_warnings(info)]
-    return "\n".join(lines)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument(
-        "--no-tensorflow", action="store_true", help="skip importing TensorFlow (faster)"
-    )
-
-
-def main(args: argparse.Namespace) -> int:
-    """``python -m demos info``."""
-    info = report(include_tensorflow=not args.no_tensorflow)
-    if args.json:
-        info["warnings"] = gpu_warnings(info)
-        import json
-
-        print(json.dumps(info, indent=2))
-    else:
-        print(format_report(info))
-    return 0

@@ -58,9 +58,10 @@ def test_ruff_sees_every_tracked_python_file():
 
 
 def sized_files() -> list[Path]:
-    """The Python modules of demos/, grader/, tools/ and tests/, and every file in bin/ (the
-    launcher, its sourced parts, its job script template); notebooks are not counted."""
-    folders = ("demos", "grader", "tools", "tests")
+    """The Python modules of demos/, grader/, tools/, tests/ and deploy/ (the hub, its spawner),
+    and every file in bin/ (the launcher, its sourced parts, its job script template);
+    notebooks are not counted."""
+    folders = ("demos", "grader", "tools", "tests", "deploy")
     files = [p for folder in folders for p in (ROOT / folder).rglob("*.py")]
     files += [p for p in (ROOT / "bin").rglob("*") if p.is_file() and not p.name.startswith(".")]
     return [p for p in files if "__pycache__" not in p.parts]
@@ -87,6 +88,7 @@ def test_a_module_over_the_limit_says_why():
     names = {str(p.relative_to(ROOT)) for p in sized_files()}
     assert {
         "demos/hardware.py",
+        "deploy/jupyterhub/course_spawner.py",
         "bin/gpu-jupyter",
         "bin/gpu-jupyter.d/job.sh.in",
         "tests/test_style.py",

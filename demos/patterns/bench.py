@@ -22,6 +22,7 @@ from demos.benchmarks import record
 from demos.gpu_timer import event_ms
 from demos.live import Expect, Row, Table
 from demos.patterns import kernels
+from demos.patterns.copy_share import copy_share_rows, find
 
 N_BINS = 256
 
@@ -205,13 +206,6 @@ def main(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------ what chapter 4b shows, live
-def _find(records: list[dict[str, Any]], name: str, input_: str | None = None) -> dict[str, Any]:
-    for r in records:
-        if r["name"] == name and (input_ is None or r.get("input") == input_):
-            return r
-    raise KeyError(name)
-
-
 INPUTS = ("uniform", "skewed (90% in bin 0)")
 HISTOGRAM_METHODS = ("racy", "global_atomic", "shared", "cupy.bincount")
 REDUCTIONS = ("tree (shared memory)", "warp shuffles", "cupy.sum")
@@ -221,17 +215,17 @@ RACY_TABLE = Table(
     tuple(
         Row(
             f"{label}: counted",
-            lambda r, i=label: _find(r["histogram"], "racy", i)["counted"],
+            lambda r, i=label: find(r["histogram"], "racy", i)["counted"],
             "",
             0,
         )
         for label in INPUTS
     )
-    + (Row("values", lambda r: _find(r["histogram"], "racy", INPUTS[0])["n"], "", 0),),
+    + (Row("values", lambda r: find(r["histogram"], "racy", INPUTS[0])["n"], "", 0),),
     Expect(
         "threads that read, add and write the same bin at once lose counts",
         lambda r: all(
-            _find(r["histogram"], "racy", i)["counted"] < _find(r["histogram"], "racy", i)["n"]
+            find(r["histogram"], "racy", i)["counted"] < find(r["histogram"], "racy", i)["n"]
             for i in INPUTS
         ),
         "By chance no two threads collided in this run.",
@@ -250,7 +244,7 @@ HISTOGRAM_TABLE = Table(
         *(
             Row(
                 f"{i.split()[0]}, {m}",
-                lambda r, i=i, m=m: _find(r["histogram"], m, i)["ms"],
+                lambda r, i=i, m=m: find(r["histogram"], m, i)["ms"],
                 "ms",
                 3,
             )
@@ -261,8 +255,7 @@ HISTOGRAM_TABLE = Table(
     Expect(
         "counting in shared memory first is much faster than atomics on global memory",
         lambda r: all(
-            _find(r["histogram"], "shared", i)["ms"]
-            < _find(r["histogram"], "global_atomic", i)["ms"]
+            find(r["histogram"], "shared", i)["ms"] < find(r["histogram"], "global_atomic", i)["ms"]
             for i in INPUTS
         ),
         "This GPU's L2 cache resolves global atomics unusually fast.",
@@ -272,26 +265,18 @@ HISTOGRAM_TABLE = Table(
 REDUCTION_TABLE = Table(
     "Sums of float32 values against the bandwidth bound (GPU time)",
     (
-        Row("values", lambda r: _find(r["reduction"], "cupy.sum")["n"], "", 0),
+        Row("values", lambda r: find(r["reduction"], "cupy.sum")["n"], "", 0),
         *(
-            Row(name, lambda r, m=name: _find(r["reduction"], m)["ms"], "ms", 3)
+            Row(name, lambda r, m=name: find(r["reduction"], m)["ms"], "ms", 3)
             for name in REDUCTIONS
         ),
-        *(
-            Row(
-                f"{name}, share of copy bandwidth",
-                lambda r, m=name: 100 * _find(r["reduction"], m)["fraction_of_copy_bandwidth"],
-                "%",
-                0,
-            )
-            for name in REDUCTIONS
-        ),
+        *copy_share_rows("reduction", REDUCTIONS, "fraction_of_copy_bandwidth"),
     ),
     Expect(
         "the library's sum is at least as fast as the hand-written kernels",
         lambda r: (
-            _find(r["reduction"], "cupy.sum")["ms"]
-            <= 1.1 * min(_find(r["reduction"], m)["ms"] for m in REDUCTIONS[:2])
+            find(r["reduction"], "cupy.sum")["ms"]
+            <= 1.1 * min(find(r["reduction"], m)["ms"] for m in REDUCTIONS[:2])
         ),
         "The course's kernels suit this GPU's number of multiprocessors particularly well.",
     ),

@@ -1,6 +1,7 @@
 """``python -m grader bench``: how long a class takes to grade, serially and in parallel.
 
-A throw-away copy of the course gets synthetic submissions for each assignment,
+A throw-away copy of the course gets synthetic submissions for each assignment
+asked for (by default every assignment of the course manifest, ``demos/course.toml``),
 cycling through a class of twenty: 12 correct, 4 partial (only the first
 answer cell done), 1 looping, 1 memory-hungry and 2 hostile (test cells
 blanked by an input transformer, writes at the gradebook). All of them are
@@ -36,13 +37,14 @@ from pathlib import Path
 
 import nbformat
 
+from demos import manifest
 from grader.run import batch as batch_mod
 from grader.run.graded import cell_scores, unlike_the_rest
 from grader.run.stopping import stopping
 from grader.sandbox import isolation as sandbox
 from grader.trials.synthetic_class import CLASS_OF_20, KINDS, class_pattern, submission
 
-__all__ = ["CLASS_OF_20", "bench", "submission"]
+__all__ = ["CLASS_OF_20", "assignment_names", "bench", "submission"]
 
 
 def hardware() -> dict:
@@ -304,9 +306,30 @@ def mean_phases(outcomes: list[batch_mod.Outcome]) -> dict[str, float]:
     return {name: round(value, 2) for name, value in means.items()}
 
 
+def assignment_names(text: str) -> list[str]:
+    """``--assignments``: ``all`` (the course manifest's assignments, in its order) or
+    comma-separated names among them; an unknown name is refused before anything runs."""
+    known = list(manifest.course().assignments)
+    if text.strip() == "all":
+        return known
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in known]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"not an assignment of the course: {', '.join(unknown) or repr(text)} "
+            f"(demos/course.toml has {', '.join(known)}; or all)"
+        )
+    return list(dict.fromkeys(names))
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--students", type=int, default=6, help="per assignment")
-    parser.add_argument("--assignments", default="simt", help="comma-separated")
+    parser.add_argument(
+        "--assignments",
+        type=assignment_names,
+        default="all",
+        help="comma-separated, or all: every assignment of the course manifest (the default)",
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument(
         "--serial-sample",
@@ -339,7 +362,7 @@ def main(course: Path, args: argparse.Namespace) -> int:
     SIGTERM, SIGINT and ``--deadline`` stop it (:mod:`grader.run.stopping`), for
     this command only: the previous handlers come back when it returns.
     """
-    assignments = args.assignments.split(",")
+    assignments = args.assignments
     with stopping(args.deadline) as stop:
         path = bench(
             course,

@@ -30,8 +30,7 @@ The rules (each refusal names the first offending line):
   ``gc``, ``ctypes``, ``builtins``, ``types``, ``importlib``, ``os``,
   ``subprocess``, ``threading``, ``operator``, ``pickle``, ``timeit``, whose
   strings are code...), and from ``demos.grading`` only what the visible
-  tests use (:data:`GRADING_NAMES`, :data:`GRADING_MODULE_NAMES`), never
-  the answering side;
+  tests use (:data:`GRADING_IMPORTS`), never the answering side;
 * dunders that only name things (``xp.__name__``, ``np.__version__``) may
   be read, never bound;
 * no attribute of :data:`DENIED_ATTRIBUTES` (frames, raw memory, drivers,
@@ -90,21 +89,19 @@ DENIED_ATTRIBUTES = frozenset(
     """.split()
 )
 
-#: What a student's cell may import from ``demos.grading`` (what the visible tests use), as
-#: ``from demos.grading import name`` (or ``from demos import grading``), never the answering side.
-GRADING_NAMES = frozenset(
-    """
-    DeviceLog GradingFailure GuardedOutput Launch SIMULATED_DEVICE_COUNT Watched
-    array_module assert_close assert_equal device_array_module
-    devices expect get_array_module grading is_course_code is_course_kernel
-    reference_distances rng seed_for to_numpy uses_course_code watch
-    """.split()
-)
-
-#: Modules of ``demos.grading`` whose helpers visible tests import by their full path, and what
-#: a student's cell may import from each (``from demos.grading.compaction import readings``).
-GRADING_MODULE_NAMES = {
-    "compaction": frozenset(
+#: What a student's cell may import from ``demos.grading`` and its modules (what the visible
+#: tests use), by the module it imports from; never the answering side.
+GRADING_IMPORTS = {
+    "demos": frozenset({"grading"}),
+    "demos.grading": frozenset(
+        """
+        DeviceLog GradingFailure GuardedOutput Launch SIMULATED_DEVICE_COUNT Watched
+        array_module assert_close assert_equal device_array_module
+        devices expect get_array_module is_course_code is_course_kernel
+        reference_distances rng seed_for to_numpy uses_course_code watch
+        """.split()
+    ),
+    "demos.grading.compaction": frozenset(
         "compact_report compacted count_report exclusive_offsets expected_counts readings".split()
     ),
 }
@@ -349,11 +346,7 @@ def _import_reasons(node: ast.Import | ast.ImportFrom) -> Iterator[str]:
     for path in paths:
         parts = (path or "").split(".")
         if parts[:2] == ["demos", "grading"] and isinstance(node, ast.ImportFrom):
-            if len(parts) == 4:
-                allowed = GRADING_MODULE_NAMES.get(parts[2], frozenset())
-            else:
-                allowed = GRADING_NAMES if len(parts) <= 3 else frozenset()
-            if parts[-1] not in allowed:
+            if parts[-1] not in GRADING_IMPORTS.get(".".join(parts[:-1]), ()):
                 yield f"imports {path}, which the grader cannot follow"
             continue
         if path == "sys" or (parts[0] == "sys" and len(parts) == 2 and parts[1] in SYS_ATTRIBUTES):

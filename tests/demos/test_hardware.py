@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from demos import hardware
+from demos import hardware, machine_report
 
 
 def test_report_is_consistent_with_gpu_list():
@@ -29,6 +29,12 @@ def test_info_command_prints_json():
     info = json.loads(out)
     assert info["cpu_count"] >= 1
     assert "numpy" in info["packages"]
+    assert isinstance(info["warnings"], list)  # machine_report.gpu_warnings, as JSON
+
+
+def test_chapter_0_prints_the_report_from_the_hardware_module():
+    """course/00's cell calls hardware.format_report: the words stay importable from there."""
+    assert hardware.format_report is machine_report.format_report
 
 
 def test_unknown_command_is_refused_with_usage():
@@ -74,11 +80,11 @@ def test_info_warns_when_a_gpu_is_visible_but_unusable():
         "numba_cuda_usable": False,
         "numba_cuda": "numba-cuda cannot use the GPU",
     }
-    text = hardware.format_report(info)
+    text = machine_report.format_report(info)
     warnings = [line for line in text.splitlines() if line.startswith("WARNING")]
     assert len(warnings) == 2 and all("./course.sh install --gpu" in w for w in warnings)
     assert "CuPy" in warnings[0] and "numba-cuda" in warnings[1] and "CUDA 12.2" in text
     usable = {**info, "cupy_usable": True, "numba_cuda_usable": True}
-    assert hardware.gpu_warnings(usable) == []
+    assert machine_report.gpu_warnings(usable) == []
     if not hardware.has_gpu():  # nothing to warn about on a machine without a GPU
-        assert hardware.gpu_warnings(hardware.report()) == []
+        assert machine_report.gpu_warnings(hardware.report()) == []

@@ -137,6 +137,7 @@ class ServerPages:
 def test_a_student_works_in_a_browser(hub: Hub, tmp_path: Path) -> None:
     """Log in, spawn through the form, run a cell of chapter 2, Validate an exercise, stop."""
     from browser_helpers import _chromium, _open_notebook, _validate, _validate_shown, _wait, step
+    from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as EC
@@ -185,8 +186,17 @@ def test_a_student_works_in_a_browser(hub: Hub, tmp_path: Path) -> None:
             assert _validate_shown(driver, panel)
             assert "validation-success" in _validate(driver, panel)
         with step(driver, "hub-6-stop"):
-            driver.get(f"{hub.url}/hub/home")
-            _wait(driver, 30).until(EC.element_to_be_clickable((By.ID, "stop"))).click()
+            # The home page binds its buttons once its scripts have loaded: on a busy
+            # machine a click can come first and do nothing, so it is tried again on
+            # a fresh page until the page says the stop went through (it hides the button).
+            for _ in range(3):
+                driver.get(f"{hub.url}/hub/home")
+                _wait(driver, 30).until(EC.element_to_be_clickable((By.ID, "stop"))).click()
+                try:
+                    _wait(driver, 20).until(EC.invisibility_of_element_located((By.ID, "stop")))
+                    break
+                except TimeoutException:
+                    continue
             hub.wait_no_job(student, seconds=60)
     finally:
         driver.quit()

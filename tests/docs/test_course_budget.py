@@ -1,9 +1,12 @@
-"""The course's time budget adds up: course/README.md's total is the sum of its chapters' times,
-and a chapter that states its own time states the table's.
+"""The course's time budget adds up: each chapter's time is written once, in the course manifest
+(demos/course.toml), and the course's total and a chapter's own statement of its time agree
+with it.
 
-Why: chapters grow (new "your turn" cells, new sections) and new chapters join the table; a
+Why: chapters grow (new "your turn" cells, new sections) and new chapters join the course; a
 review found chapters 4 and 4b taking far longer than stated and a total that no longer
-matched its rows. A student plans sittings from these numbers.
+matched its rows. A student plans sittings from these numbers. The README's chapter table and
+total are rendered from the manifest (tools/docs/render.py; tests/docs/test_rendered_docs.py
+keeps them fresh), so the times are read here from the manifest, not from that copy.
 """
 
 from __future__ import annotations
@@ -12,26 +15,26 @@ import re
 
 import nbformat
 
+from demos import manifest
 from helpers import ROOT
-
-ROW = re.compile(r"^\| (\w+) \| \[[^\]]+\]\(([^)]+\.ipynb)\) \|.*\| (\d+) min \|", re.MULTILINE)
-
-
-def _rows() -> list[tuple[str, str, int]]:
-    text = (ROOT / "course" / "README.md").read_text(encoding="utf-8")
-    return [(chapter, notebook, int(minutes)) for chapter, notebook, minutes in ROW.findall(text)]
 
 
 def test_the_total_is_the_sum_of_the_chapters() -> None:
+    course = manifest.course()
+    assert len(course.chapters) >= 10
+    assert course.minutes == sum(chapter.minutes for chapter in course.chapters)
     text = (ROOT / "course" / "README.md").read_text(encoding="utf-8")
     total = re.search(r"Total: about (\d+) hours", text)
     assert total, "course/README.md states no total"
-    minutes = sum(m for _, _, m in _rows())
-    assert len(_rows()) >= 10 and abs(int(total.group(1)) * 60 - minutes) <= 30, minutes
+    assert abs(int(total.group(1)) * 60 - course.minutes) <= 30, course.minutes
 
 
-def test_a_chapter_that_states_its_time_states_the_tables() -> None:
-    for chapter, notebook, minutes in _rows():
-        cells = nbformat.read(ROOT / "course" / notebook, as_version=4).cells
+def test_a_chapter_that_states_its_time_states_the_manifests() -> None:
+    for chapter in manifest.course().chapters:
+        cells = nbformat.read(ROOT / "course" / chapter.notebook, as_version=4).cells
         stated = re.search(r"\*\*Time:\*\* about (\d+) minutes", cells[0].source)
-        assert stated is None or int(stated.group(1)) == minutes, (chapter, stated.group(0))
+        assert stated is None or int(stated.group(1)) == chapter.minutes, (
+            chapter.id,
+            stated.group(0),
+            chapter.minutes,
+        )

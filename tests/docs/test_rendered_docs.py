@@ -110,3 +110,14 @@ def test_a_spread_collapses_when_both_ends_round_alike() -> None:
     figures = _module("figures")
     assert figures.spread([1.11, 3.24]) == "1.1 to 3.2"
     assert figures.spread([0.91, 0.94]) == "0.9"
+
+
+def test_every_share_of_the_copys_rate_is_written_by_one_filter() -> None:
+    """The scan, occupancy, bytes-in-flight and kernel-patterns tables all write a kernel's
+    rate against the device copy through ``copy_share``, whichever name its record uses."""
+    copy_share = _module("formats").copy_share
+    assert copy_share({"fraction_of_copy": 0.655}) == "66 %"
+    assert copy_share({"fraction_of_copy_bandwidth": 0.0012}, 1) == "0.1 %"
+    templates = (TOOLS / "templates" / "benchmarks").glob("*.md.j2")
+    by_hand = [t.name for t in templates if "fraction_of_copy | percent" in t.read_text()]
+    assert by_hand == []

@@ -6,7 +6,7 @@ alike and a re-measured result changes only its digits.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 
@@ -41,6 +41,17 @@ def percent(fraction: float, decimals: int = 0) -> str:
     return f"{100 * fraction:.{decimals}f}"
 
 
+def copy_share(record: Mapping[str, Any], decimals: int = 0) -> str:
+    """A kernel's rate as a share of the device copy's rate measured in the same run: ``66 %``.
+
+    Every benchmark table's "share of the copy's rate" is written by this one filter. The
+    records hold the fraction as ``fraction_of_copy`` (``bench patterns``:
+    ``fraction_of_copy_bandwidth``).
+    """
+    key = "fraction_of_copy" if "fraction_of_copy" in record else "fraction_of_copy_bandwidth"
+    return f"{percent(record[key], decimals)} %"
+
+
 def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     """A Markdown table; every cell is written with ``str``."""
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
@@ -54,4 +65,5 @@ FILTERS = {
     "grouped": grouped,
     "micros": micros,
     "percent": percent,
+    "copy_share": copy_share,
 }

@@ -5,12 +5,28 @@
 # top ($GPU_COURSE_SITE, else /etc/gpu-course/site.yml). It mirrors
 # deploy/course_session.py, which the hub uses; tests/deploy/test_ondemand.py
 # checks that both ask Slurm and LSF the same for the same choice.
+#
+# The scheduler table is checked as it is read (GpuCourse.check): a key the app
+# asks for that the table lacks, a key no course job reads, or a word naming a
+# value the app does not fill in stops the form and the submission with one line
+# naming the file and the entry (OnDemand shows it), instead of a submission
+# that silently leaves an option out. tests/deploy/test_ondemand_checks.py.
 require "yaml"
 
 module GpuCourse
   HERE = File.dirname(File.realpath(__FILE__))
   DEFAULT_SITE = "/etc/gpu-course/site.yml"
   NAME = /\A[A-Za-z0-9_.+:-]+\z/
+  SCHEDULERS = %w[slurm lsf].freeze
+  # A value's place in a word of the scheduler table: {cores}.
+  FIELD = /\{(\w+)\}/
+  # The keys of a scheduler's table that a session asks for, in this order (and gpus,
+  # or gpus_of_type when a GPU type is named; warning: the signal before the limit).
+  REQUEST_KEYS = %w[always cores memory time partition account reservation].freeze
+  ASKED_KEYS = (REQUEST_KEYS + %w[gpus gpus_of_type warning]).freeze
+  # The values the app fills into those words (scheduler_words, warning_words).
+  FILLED = %w[cores gpus gpu_type memory_mb walltime partition account reservation
+              warn_seconds warn_minutes].freeze
   # The form's lists in the site file, and the request field each one fills.
   CHOICES = { "partitions" => "partition", "accounts" => "account",
               "reservations" => "reservation", "gpu_types" => "gpu_type" }.freeze
@@ -18,17 +34,76 @@ module GpuCourse
              "hours" => "Hours", "partition" => "Partition / queue", "account" => "Account",
              "reservation" => "Reservation", "gpu_type" => "GPU type" }.freeze
 
+  # A session description the app cannot submit with, said in one line.
+  class SettingsError < StandardError; end
+
   def self.merge(base, override)
     base.merge(override) { |_key, a, b| a.is_a?(Hash) && b.is_a?(Hash) ? merge(a, b) : b }
   end
 
-  # session.yml with the site's values on top.
+  # session.yml with the site's values on top, checked (SettingsError names what is wrong).
   def self.settings
-    session = YAML.safe_load(File.read(File.join(HERE, "session.yml")))
+    path = File.join(HERE, "session.yml")
+    session = YAML.safe_load(File.read(path))
     site = ENV.fetch("GPU_COURSE_SITE", DEFAULT_SITE)
-    return session unless File.exist?(site)
+    return check(session, path) unless File.exist?(site)
 
-    merge(session, YAML.safe_load(File.read(site)) || {})
+    overrides = YAML.safe_load(File.read(site)) || {}
+    refuse_unknown_keys(session, overrides, site)
+    check(merge(session, overrides), "#{path} with #{site}")
+  end
+
+  # A site's scheduler_options may change the words of the keys session.yml has; a key it
+  # does not have (an old name such as memory_gb, or a typo) would be read by nobody, so it
+  # is refused, as the hub refuses it (course_session.py), instead of being ignored.
+  def self.refuse_unknown_keys(session, site, path)
+    tables = session.fetch("scheduler_options")
+    known = tables.values.flat_map(&:keys).uniq.sort
+    overrides = site.fetch("scheduler_options", nil) || {}
+    raise SettingsError, "#{path}: scheduler_options must be a table per scheduler" unless overrides.is_a?(Hash)
+
+    overrides.each do |scheduler, table|
+      raise SettingsError, "#{path}: scheduler_options.#{scheduler}: no such scheduler" unless tables.key?(scheduler)
+      raise SettingsError, "#{path}: scheduler_options.#{scheduler} must be a table of keys" unless table.nil? || table.is_a?(Hash)
+
+      unknown = ((table || {}).keys - known).sort
+      next if unknown.empty?
+
+      raise SettingsError, "#{path}: scheduler_options.#{scheduler} has #{unknown.join(', ')}, " \
+                           "which no course job reads (the keys are: #{known.join(', ')})"
+    end
+  end
+
+  # The settings, if the app can submit with them: its scheduler's table has every key the
+  # app asks for, each a list of words naming only values the app fills in; the job name
+  # and the warning time are there. Otherwise SettingsError, naming *source* and the entry.
+  def self.check(settings, source)
+    scheduler = settings.fetch("scheduler", "slurm")
+    raise SettingsError, "#{source}: scheduler must be slurm or lsf, not #{scheduler.inspect}" unless SCHEDULERS.include?(scheduler)
+
+    table = (settings["scheduler_options"] || {})[scheduler]
+    raise SettingsError, "#{source}: scheduler_options has no table for #{scheduler}" unless table.is_a?(Hash)
+
+    missing = ASKED_KEYS - table.keys
+    unless missing.empty?
+      raise SettingsError, "#{source}: scheduler_options.#{scheduler} has no #{missing.join(', ')}: " \
+                           "a session would be submitted without it"
+    end
+    ASKED_KEYS.each { |key| check_words(table[key], "#{source}: scheduler_options.#{scheduler}.#{key}") }
+    raise SettingsError, "#{source}: job_names has no ondemand" unless (settings["job_names"] || {})["ondemand"].is_a?(String)
+    raise SettingsError, "#{source}: warn_minutes must be a whole number" unless settings["warn_minutes"].is_a?(Integer)
+
+    settings
+  end
+
+  def self.check_words(entry, where)
+    raise SettingsError, "#{where} must be a list of words" unless entry.is_a?(Array) && entry.all?(String)
+
+    unknown = entry.join(" ").scan(FIELD).flatten.uniq - FILLED
+    return if unknown.empty?
+
+    raise SettingsError, "#{where} names #{unknown.join(', ')}, which the app does not fill in " \
+                         "(it fills: #{FILLED.join(', ')})"
   end
 
   def self.choices(settings, name)
@@ -86,10 +161,10 @@ module GpuCourse
     table.each_with_object([]) do |(key, entry), found|
       next unless keys.include?(key)
 
-      names = entry.join(" ").scan(/\{(\w+)\}/).flatten
+      names = entry.join(" ").scan(FIELD).flatten
       next if names.any? { |name| [nil, "", 0].include?(values[name]) }
 
-      found.concat(entry.map { |word| word.gsub(/\{(\w+)\}/) { values.fetch(Regexp.last_match(1)).to_s } })
+      found.concat(entry.map { |word| word.gsub(FIELD) { values.fetch(Regexp.last_match(1)).to_s } })
     end
   end
 
@@ -97,8 +172,7 @@ module GpuCourse
   def self.scheduler_words(settings, request, scheduler = settings.fetch("scheduler", "slurm"))
     hours = request["hours"]
     values = request.merge("memory_mb" => request["memory_gb"] * 1024, "walltime" => "#{hours}:00")
-    keys = %w[always cores memory time partition account reservation]
-    keys << (request["gpu_type"].empty? ? "gpus" : "gpus_of_type")
+    keys = REQUEST_KEYS + [request["gpu_type"].empty? ? "gpus" : "gpus_of_type"]
     words(settings["scheduler_options"].fetch(scheduler), keys, values)
   end
 
