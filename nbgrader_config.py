@@ -27,14 +27,18 @@ c.Execute.interrupt_on_timeout = True
 # Keras or CUDA takes one to two seconds to wind down, per notebook graded.
 c.Execute.shutdown_kernel = "immediate"
 
-# Autograde with two replacements (grader/integration/preprocessors.py): the kernel always
-# runs in the grading sandbox (also for plain `nbgrader autograde`, with the
-# default limits; `python -m grader autograde` sets its own); the kernel runs
-# only the visible tests, while the hidden tests run in this (the grader's)
-# process and ask the kernel only to run the student's code and send back
-# plain data (grader/verdicts/), so no student code can decide a verdict; and
-# stderr output such as a NumbaPerformanceWarning no longer scores a correct
-# test cell 0.
+# Autograde with the grader's preprocessors (grader/integration/), one job each:
+# - preprocessors.GuardedExecute replaces nbgrader's Execute: the kernel always runs
+#   in the grading sandbox (also for plain `nbgrader autograde`, with the default
+#   limits; `python -m grader autograde` sets its own); it runs only the visible
+#   tests, while the hidden tests run in this (the grader's) process and ask the
+#   kernel only to run the student's code and send back plain data (grader/verdicts/),
+#   so no student code can decide a verdict; each cell gets the time limit measured
+#   on the solution; the seconds by phase are written for `python -m grader bench`;
+# - stderr.StderrNotCounted: stderr output such as a NumbaPerformanceWarning no
+#   longer scores a correct test cell 0;
+# - grades.SaveAutoGradesWithFlags replaces SaveAutoGrades: a cell whose hidden test
+#   could not be applied goes to manual grading.
 # Before grading, nbgrader puts back the locked cells (hidden tests included) as
 # the instructor wrote them; grader/integration/restore_cells.py does the same but warns
 # "checksum ... has changed" only for cells a student really changed.
@@ -47,17 +51,23 @@ c.Autograde.sanitize_preprocessors = [
 ]
 c.Autograde.autograde_preprocessors = [
     "grader.integration.preprocessors.GuardedExecute",
+    "grader.integration.stderr.StderrNotCounted",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
-    "grader.integration.preprocessors.SaveAutoGradesWithFlags",
+    "grader.integration.grades.SaveAutoGradesWithFlags",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 
-# `python -m grader autograde` (grader/): assignments whose tests need no GPU are
-# graded with the GPUs hidden from the notebook, as on a grader without one (those
-# marked ``without_gpu`` in the course manifest, demos/course.toml):
+# `python -m grader autograde` (grader/) reads the `Grader` section (nbgrader itself
+# ignores it): every setting of grader.run.settings.Grader, e.g.
+# `c.Grader.workers = 4` or `c.Grader.memory_bytes = "8G"`, the same as its flag
+# (`--workers 4`, `--memory 8G`), which wins over what is set here; the settings and
+# their defaults are listed in docs/instructors.md.
+# Assignments whose tests need no GPU are graded with the GPUs hidden from the
+# notebook, as on a grader without one (those marked ``without_gpu`` in the course
+# manifest, demos/course.toml):
 # - cnn: its tests check the model's structure and one forward pass against NumPy,
 #   the same on any device;
 # - simt, numba_distance, kernel_patterns, scan_transfer: the grader decides their kernels' hidden
@@ -65,7 +75,7 @@ c.Autograde.autograde_preprocessors = [
 #   notebook's visible tests run in the simulator too and every grader gives
 #   exactly the same points.
 # Many notebooks starting CUDA and compiling for it at once on one GPU grade several
-# times slower. (nbgrader itself ignores this section.)
+# times slower.
 c.Grader.without_gpu = [a.name for a in manifest.course().assignments.values() if a.without_gpu]
 
 # What students see in place of the instructor's solution.

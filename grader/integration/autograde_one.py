@@ -21,7 +21,8 @@ from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config.loader import PyFileConfigLoader
 
-from grader.integration.preprocessors import GuardedExecute  # noqa: F401  (with the hidden-test machinery)
+# the grader's preprocessors that nbgrader_config.py names, with the hidden-test machinery
+from grader.integration import grades, preprocessors, stderr  # noqa: F401
 from grader.sandbox.processes import die_with_parent
 from grader.verdicts.originality import course_fingerprints
 

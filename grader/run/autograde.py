@@ -1,8 +1,8 @@
 """``python -m grader autograde``: grade the classes of one or more assignments, print the table.
 
-The limits per notebook are the fields of :class:`grader.run.batch.Batch` declared
-with :func:`grader.run.batch.option`: the command line takes them with the
-defaults written there, and nowhere else. ``task`` is one Slurm array task of
+Its flags are the settings of :class:`grader.run.settings.Grader` (their defaults and
+help are written there, and nowhere else): a flag given wins over the course's
+``c.Grader.<name>``, and what no flag gives comes from there. ``task`` is one Slurm array task of
 ``autograde --slurm`` (:mod:`grader.run.slurm`).
 """
 
@@ -11,39 +11,52 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from dataclasses import fields
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from traitlets import TraitError
 
 from grader.intake.submissions import chosen_students
 from grader.run.batch import Batch, run_classes, table
 from grader.run.grade_record import stale_students
 from grader.run.run_lock import assignment_lock
+from grader.run.settings import SETTINGS, Grader, Size, size_label
 from grader.run.stopping import EXIT_STATUS, stopping
 from grader.sandbox import isolation as sandbox
 
-_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+def _reader(name: str) -> Callable[[str], Any]:
+    """The argparse type of setting *name*: its trait's parsing and checks (sizes like 4G)."""
+    trait = Grader.class_traits()[name]
+
+    def read(text: str) -> Any:
+        try:
+            return getattr(Grader(**{name: trait.from_string(text)}), name)
+        except (TraitError, ValueError) as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return read
 
 
-def parse_size(text: str) -> int:
-    """Bytes from ``4G``, ``512M``, ``64K`` or a plain number."""
-    try:
-        if text[-1].isalpha():
-            return int(float(text[:-1]) * _UNITS[text[-1].upper()])
-        return int(text)
-    except (IndexError, KeyError, ValueError):
-        raise argparse.ArgumentTypeError(f"not a size like 4G or 512M: {text!r}") from None
-
-
-def size_label(size: int) -> str:
-    """``4G`` for 4 GiB: the largest unit that divides *size*."""
-    for unit in "GMK":
-        if size and size % _UNITS[unit] == 0:
-            return f"{size // _UNITS[unit]}{unit}"
-    return str(size)
-
-
-def _limit_fields() -> list:
-    return [f for f in fields(Batch) if "flag" in f.metadata]
+def add_setting_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per setting of :class:`Grader` tagged with one; given, it wins over the
+    course's ``c.Grader.<name>``, so an absent flag leaves no value (the file's stands)."""
+    for name in SETTINGS:
+        trait = Grader.class_traits()[name]
+        flag = trait.metadata.get("flag")
+        if flag is None:
+            continue
+        size = isinstance(trait, Size)
+        default = size_label(trait.default_value) if size else trait.default_value
+        parser.add_argument(
+            flag,
+            dest=name,
+            type=_reader(name),
+            default=argparse.SUPPRESS,
+            metavar=trait.metadata.get("metavar", "SIZE" if size else "N"),
+            help=f"{trait.help} ({default})" if default != "" else trait.help,
+        )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,17 +77,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="grading folder (default: <course>/grading/<assignment>; with several "
         "assignments, <work>/<assignment>)",
     )
-    for limit in _limit_fields():
-        size = limit.metadata["size"]
-        shown = size_label(limit.default) if size else limit.default
-        parser.add_argument(
-            limit.metadata["flag"],
-            dest=limit.name,
-            type=parse_size if size else int,
-            default=limit.default,
-            metavar="SIZE" if size else "N",
-            help=f"{limit.metadata['help']} ({shown})",
-        )
+    add_setting_flags(parser)
+    parser.epilog = (
+        "A setting's flag wins over c.Grader.<name> in the course's nbgrader_config.py; the "
+        "defaults shown are what neither sets."
+    )
     parser.add_argument(
         "--slurm", action="store_true", help="one Slurm array task per student, then merge here"
     )
@@ -115,7 +122,7 @@ def students_to_grade(
 
 def _grade(course: Path, args: argparse.Namespace, assignments: list[str]) -> int:
     classes = []
-    limits = {limit.name: getattr(args, limit.name) for limit in _limit_fields()}
+    given = {name: getattr(args, name) for name in SETTINGS if hasattr(args, name)}
     for assignment in assignments:
         students = students_to_grade(course, assignment, args.student, args.only_stale)
         if args.only_stale and not students:
@@ -127,7 +134,7 @@ def _grade(course: Path, args: argparse.Namespace, assignments: list[str]) -> in
             work = course / "grading" / assignment
         else:
             work = args.work / assignment if len(assignments) > 1 else args.work
-        classes.append((Batch(course, assignment, work.resolve(), **limits), students))
+        classes.append((Batch(course, assignment, work.resolve(), **given), students))
     if not classes:
         return 0
     level = classes[0][0].level

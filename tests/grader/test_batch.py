@@ -31,7 +31,7 @@ from nbgrader_driver import (
     scores,
 )
 
-from grader.run.settings import course_setting
+from grader.run.settings import course_settings
 from grader.sandbox import isolation as sandbox
 from grader.sandbox import processes
 from helpers import ROOT
@@ -268,6 +268,15 @@ def test_honest_students_get_what_they_earned(graded) -> None:
     assert any("renamed notebook simt (1).ipynb" in f for f in graded["summary"]["bob"]["flags"])
 
 
+def test_each_notebook_says_where_its_seconds_went(graded) -> None:
+    """The execute preprocessor's phases (grader.integration.phase_timings), with the hidden
+    tests' seconds (hidden_test_cells) and the kernel's CPU seconds where its cgroup counts."""
+    phases = graded["summary"]["alice"]["phases"]
+    wall = {"start", "cells_in_kernel", "hidden_tests", "other", "grader_cpu"}
+    assert wall <= set(phases) <= wall | {"kernel_cpu"}, phases
+    assert phases["start"] > 0 and phases["cells_in_kernel"] > 0 and phases["hidden_tests"] > 0
+
+
 def _setup_output(graded, assignment: str, grade_id: str) -> str:
     """What the setup cell of alice's graded *assignment* printed."""
     nb = nbformat.read(
@@ -282,8 +291,9 @@ def test_sandbox_passes_the_gpu_in_or_hides_it_as_the_course_says(graded) -> Non
     """On a GPU machine the sandbox passes the GPU in for an assignment graded with it (multigpu:
     its devices are real GPUs) and hides it for one in ``c.Grader.without_gpu`` (simt: its
     kernels' verdicts come from the grader's simulator, so its visible tests run there too)."""
-    assert SECOND not in course_setting(graded["root"], "without_gpu", [])
-    assert ASSIGNMENT in course_setting(graded["root"], "without_gpu", [])
+    without_gpu = course_settings(graded["root"]).without_gpu
+    assert SECOND not in without_gpu
+    assert ASSIGNMENT in without_gpu
     devices = _setup_output(graded, SECOND, "multi-setup")
     assert "GpuDevice" in devices and "SimulatedDevice" not in devices, devices
     assert "CUDA simulator: True" in _setup_output(graded, ASSIGNMENT, "simt-setup")

@@ -94,5 +94,5 @@ def test_the_reader_sees_every_kind_of_import() -> None:
     functions and of a module by its package (``from grader.sandbox import box``) count."""
     assert "grader.run.settings" in imports("grader.run.one_student")  # under TYPE_CHECKING
     assert "grader.integration.autograde_one" in imports("grader.run.one_student")  # in a function
-    assert "grader.sandbox.box" in imports("grader.integration.preprocessors")  # package import
+    assert "grader.sandbox.box" in imports("grader.integration.sandboxed_kernel")  # package import
     assert import_cycle({"a": {"b"}, "b": {"a"}}) == ["a", "b", "a"]

@@ -132,7 +132,7 @@ def test_a_machinery_failure_is_the_notebooks_failure_reason() -> None:
     log = (
         "Traceback (most recent call last):\n"
         "DeadKernelError: Kernel died\n"
-        "grader.integration.preprocessors.GradingMachineryError: hidden tests of simt-launch "
+        "grader.integration.hidden_test_cells.GradingMachineryError: hidden tests of simt-launch "
         "not decided: "
         "the kernel stopped answering a hidden test (DeadKernelError)\n"
     )
