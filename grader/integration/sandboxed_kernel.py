@@ -50,9 +50,9 @@ class SandboxedExecute(Execute):
                 return super().preprocess(nb, resources)
             finally:
                 if self._box is not None:
-                    for reason in self._box.close():
-                        self.log.warning("Notebook stopped: %s", reason)
-                        record_flag("memory", reason)
+                    for kind, reason in self._box.close():
+                        self.log.warning("Notebook over its %s limit: %s", kind, reason)
+                        record_flag(kind, reason)
 
     def create_kernel_manager(self) -> Any:
         """The kernel manager of a ``grader-sandbox`` kernel in a fresh box for this notebook."""

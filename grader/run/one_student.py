@@ -205,6 +205,25 @@ def _wait(
     return None
 
 
+#: The flags of a notebook that went over its memory or files limit (the sandbox's kinds).
+_LIMIT_FLAGS = ("memory:", "disk:")
+
+
+def _flags_read(path: Path) -> list[str]:
+    """The flags written while the notebook was graded, one per limit kind: the watcher that
+    stopped a notebook and the count when it ended may both see the same files."""
+    flags, kinds = [], set()
+    for line in path.read_text().splitlines():
+        flag = json.loads(line)
+        kind = flag["grade_id"]
+        if f"{kind}:" in _LIMIT_FLAGS:
+            if kind in kinds:
+                continue
+            kinds.add(kind)
+        flags.append(f"{kind}: {flag['reason']}")
+    return flags
+
+
 def grade_student(
     batch: Batch,
     student: str,
@@ -255,7 +274,7 @@ def grade_student(
         if uid is not None:
             kill_user_processes(uid)
         # Killed before nbgrader took its sandbox apart: do it here.
-        outcome.flags += [f"memory: {reason}" for reason in boxes.close_left_behind(root / "box")]
+        outcome.flags += [f"{kind}: {why}" for kind, why in boxes.close_left_behind(root / "box")]
         if cut == "stop":
             outcome.status = "stopped"
             outcome.flags.append("the grading run was stopped while this notebook was graded")
@@ -266,18 +285,15 @@ def grade_student(
         result_file = root / "result.json"
         result = json.loads(result_file.read_text()) if result_file.is_file() else None
         if (root / "flags.jsonl").is_file():
-            for line in (root / "flags.jsonl").read_text().splitlines():
-                flag = json.loads(line)
-                outcome.flags.append(f"{flag['grade_id']}: {flag['reason']}")
-        if result and result["success"]:
+            outcome.flags += _flags_read(root / "flags.jsonl")
+        # A notebook over a limit is not graded, whether the limit stopped it or it was
+        # found over it when it ended; the limit is the reason, nbgrader's error only echoes it.
+        over_limit = any(f.startswith(_LIMIT_FLAGS) for f in outcome.flags)
+        if result and result["success"] and not over_limit:
             outcome.status = "graded"
         else:
             outcome.status = "failed"
-            # a limit that stopped the notebook is the reason; nbgrader's error only echoes it
-            stopped = any(
-                f.startswith(("memory:", "disk:")) or "limit per notebook" in f
-                for f in outcome.flags
-            )
+            stopped = over_limit or any("limit per notebook" in f for f in outcome.flags)
             if not stopped and proc.exitcode not in (0, None):
                 outcome.flags.append(f"grading process ended with status {proc.exitcode}")
             elif not stopped:

@@ -35,7 +35,7 @@ from grader.sandbox import environment as sandbox_environment
 from grader.sandbox import isolation as sandbox
 from grader.sandbox.policy import Policy
 from grader.sandbox.processes import claim_uids, kill_user_processes
-from grader.sandbox.safe_files import copy_tree, remove_owned
+from grader.sandbox.safe_files import copy_tree, disk_usage, remove_owned
 
 KERNEL_NAME = "grader-sandbox"
 
@@ -74,17 +74,36 @@ class Box:
     def policy_file(self) -> Path:
         return self.folder / "policy.json"
 
-    def close(self) -> list[str]:
-        """End the notebook's processes, remove what it wrote; why it was stopped, if it was."""
+    def close(self) -> list[tuple[str, str]]:
+        """End the notebook's processes, remove what it wrote; which limits it went over, as
+        ``(kind, reason)`` pairs, *kind* ``memory`` or ``disk``.
+
+        The files are counted once more here, when the notebook has ended and
+        before they are removed: the watcher beside the kernel counts them every
+        two seconds, and on a busy machine a notebook that writes its files and
+        ends between two counts would otherwise never be seen over the limit.
+        """
         reasons = []
         if self.policy.uid is not None:
             kill_user_processes(self.policy.uid)
+        left = disk_usage([str(self.runtime)])
+        if left > self.policy.disk_bytes:
+            reasons.append(
+                (
+                    "disk",
+                    f"the notebook used {left / 2**30:.1f} GiB of files, over the "
+                    f"{self.policy.disk_bytes / 2**30:.1f} GiB limit (counted when it ended)",
+                )
+            )
         if self.cgroup is not None:
             if self.cgroup.oom_kills():
                 limit = self.policy.memory_bytes / 2**30
                 reasons.append(
-                    f"the notebook's memory, with shared memory and files in memory, went over "
-                    f"the {limit:.1f} GiB limit; its kernel was stopped"
+                    (
+                        "memory",
+                        f"the notebook's memory, with shared memory and files in memory, went "
+                        f"over the {limit:.1f} GiB limit; its kernel was stopped",
+                    )
                 )
             self.cpu_seconds = self.cgroup.cpu_seconds()
             self.cgroup.remove()
@@ -200,7 +219,7 @@ def _undo_followed_links(notebook_dir: Path, work: Path) -> list[str]:
     return [f"{relative}: a symbolic link in the hand-in, not followed" for relative in linked]
 
 
-def close_left_behind(folder: Path) -> list[str]:
+def close_left_behind(folder: Path) -> list[tuple[str, str]]:
     """Take apart the box in *folder* if its grading process was killed before it could."""
     if not (folder / "runtime").exists() or not (folder / "policy.json").is_file():
         return []
