@@ -33,6 +33,7 @@ from pathlib import Path
 
 from demos.cluster import schedulers
 from grader.run import batch as batch_mod
+from grader.run import settings
 from grader.run import slurm_queue as queue
 from grader.run.grade_record import write_json, write_results
 from grader.run.setup_check import check_solution
@@ -162,6 +163,13 @@ def _earlier_array(
             "in these folders, so it is waited for and merged, not cancelled or doubled",
             file=sys.stderr,
         )
+        if changed := limits_changed(earlier, run):
+            print(
+                f"grader: the array {job} grades with that run's limits, not this run's "
+                f"({'; '.join(changed)}): to grade its students with these, scancel {job}, "
+                "then run this command again",
+                file=sys.stderr,
+            )
         _watch(earlier, job, students, progress, stop)
     else:
         print(
@@ -170,6 +178,21 @@ def _earlier_array(
             file=sys.stderr,
         )
     return _merge_all(earlier, students, stop)
+
+
+def limits_changed(earlier: batch_mod.Batch, run: batch_mod.Batch) -> list[str]:
+    """The limits per notebook that *run* sets otherwise than the *earlier* array graded with,
+    each as ``--flag there, here`` (workers, threads and the isolation level are each node's
+    own, so they do not count)."""
+    changed = []
+    for name in ("wall_seconds", "memory_bytes", "cpu_seconds", "processes", "disk_bytes", "gpu"):
+        there, here = getattr(earlier, name), getattr(run, name)
+        if there != here:
+            trait = settings.Grader.class_traits().get(name)
+            flag = trait.metadata["flag"] if trait is not None else "GPUs in the notebooks:"
+            show = settings.size_label if isinstance(trait, settings.Size) else str
+            changed.append(f"{flag} {show(there)} there, {show(here)} here")
+    return changed
 
 
 def _submit(

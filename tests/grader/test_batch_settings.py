@@ -98,3 +98,17 @@ def test_the_instructors_guide_lists_every_setting_with_its_default() -> None:
             continue  # the manifest's list, not a constant
         expected = size_label(default) if isinstance(trait, Size) else json.dumps(default)
         assert shown == expected, (name, shown, expected)
+
+
+def test_an_attach_names_the_limits_the_earlier_array_grades_with(tmp_path: Path) -> None:
+    from grader.run.slurm import limits_changed
+
+    course = _course(tmp_path, "")
+    earlier = Batch(course, "simt", tmp_path / "work", level="limits", memory_bytes=4 << 30)
+    same = Batch(course, "simt", tmp_path / "work", level="bwrap", workers=8, memory_bytes=4 << 30)
+    assert limits_changed(earlier, same) == []  # workers and the level are each node's own
+    more = Batch(course, "simt", tmp_path / "work", level="limits", memory_bytes=8 << 30, gpu=False)
+    assert limits_changed(earlier, more) == [
+        "--memory 4G there, 8G here",
+        "GPUs in the notebooks: True there, False here",
+    ]

@@ -204,9 +204,12 @@ def test_a_rerun_after_a_sigkill_attaches_to_the_array_instead_of_submitting_ano
     root, cluster = setup
     before = _arrays(root)
     job = _killed_after_submitting(root, cluster)
-    code, out, err = Grader(root, cluster, GRADE).finish()
+    # asked with another limit: the array grades with its own, and the rerun says so
+    code, out, err = Grader(root, cluster, [*GRADE, "--wall", "150"]).finish()
     assert code == 0, out + err[-3000:]
     assert f"attaching to the Slurm array {job}" in err, err[-3000:]
+    assert f"the array {job} grades with that run's limits" in err, err[-3000:]
+    assert "--wall 120 there, 150 here" in err, err[-3000:]
     _assert_graded_right(out, root)
     assert _arrays(root) - before == {job}, "a second array was submitted"
     _assert_nothing_left(root, cluster)
