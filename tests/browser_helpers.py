@@ -121,6 +121,24 @@ def _wait(driver, seconds: float = 60) -> WebDriverWait:
     return WebDriverWait(driver, seconds, poll_frequency=0.25)
 
 
+def _type_into(driver, css: str, text: str) -> None:
+    """Click the editor that ``css`` finds and type ``text``, finding it again if
+    JupyterLab re-renders it in between (the page settles after the kernel starts)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    def typed(d) -> bool:
+        editor = EC.element_to_be_clickable((By.CSS_SELECTOR, css))(d)
+        if not editor:
+            return False
+        editor.click()
+        editor.send_keys(text)
+        return True
+
+    WebDriverWait(
+        driver, 90, poll_frequency=0.25, ignored_exceptions=(StaleElementReferenceException,)
+    ).until(typed)
+
+
 def _menu(driver, menu: str, entry: str) -> None:
     """Click a main-menu entry by its label (e.g. Run -> Run All Cells)."""
     items = driver.find_elements(By.CSS_SELECTOR, "#jp-MainMenu .lm-MenuBar-item")

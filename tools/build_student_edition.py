@@ -77,6 +77,8 @@ EXCLUDED_NAMES = {
 # Tests that need the instructor's material (solutions, nbgrader's course folder, the
 # grader, the edition builder, BENCHMARKS.md and grader/results/) or a test cluster (Slurm, sshd):
 # developers run them, students don't. Paths under tests/; a folder stands for all it holds.
+# Besides these, every ``*_cases.py`` (submissions the grader's tests grade, right answers
+# among them) stays out: the name is the rule, so a new set of cases cannot leak.
 INSTRUCTOR_TESTS = {
     "bin",  # bin/gpu-jupyter against a real Slurm and sshd
     "gpu_jupyter_helpers.py",  # what the tests of bin/ share
@@ -91,13 +93,11 @@ INSTRUCTOR_TESTS = {
     "docs/test_site.py",  # the docs site: not in the edition
     "jupyter/test_browser.py",
     "nbgrader_driver.py",  # drives nbgrader through grader.trials.selftest
-    "cheating_cases.py",  # the cheating submissions tests/exercises grades, with solutions
-    "cheating_kernel_cases.py",  # its kernel assignments' part
-    "copy_cases.py",  # honest and copied answers for the grader's copy detection
     "sandbox_box.py",  # the grader's sandbox, for its tests
     "tools/test_edition.py",
     "tools/test_add_a_chapter.py",  # builds an edition from a copy of the instructor's tree
 }
+CASES_SUFFIX = "_cases.py"
 INSTRUCTOR_TEST_PATTERN = re.compile(
     r"solutions/|\"solutions\"|nbgrader_config|test_nbgrader|run_grader|local_cluster|fake-lsf"
     r"|^from grader|^import grader|\"grader\"",
@@ -175,6 +175,8 @@ def student_tests() -> list[Path]:
     for path in sorted(tests.rglob("*.py")):
         rel = path.relative_to(tests)
         if any(p.as_posix() in INSTRUCTOR_TESTS for p in [rel, *rel.parents]):
+            continue
+        if path.name.endswith(CASES_SUFFIX):
             continue
         if path.name.startswith("test_") and INSTRUCTOR_TEST_PATTERN.search(path.read_text()):
             continue

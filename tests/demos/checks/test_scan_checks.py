@@ -42,7 +42,7 @@ BLOCK = 64
 def block_scan(values, out, totals):
     s = cuda.shared.array(BLOCK, int32)
     t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * BLOCK + t
+    i = cuda.blockIdx.x * cuda.blockDim.x + t
     s[t] = values[i] if i < values.shape[0] else 0
     cuda.syncthreads()
 {body}
@@ -139,7 +139,7 @@ MISTAKES = {
             ),
             "also after the last element is cleared",
         ),
-        (SCAN.replace("i = cuda.blockIdx.x * BLOCK + t", "i = t"), "Thread t of block b owns"),
+        (SCAN.replace("cuda.blockIdx.x * BLOCK + t", "t"), "Thread t of block b owns"),
         (STUB, "out holds the values themselves; nothing was scanned yet"),
         (SCAN.replace("int32", "int8"), "did not fit the array it was stored in"),
         (
@@ -236,7 +236,7 @@ BLOCK = 64
 def block_scan(values, out, totals):
     s = cuda.shared.array(BLOCK, int32)
     t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * BLOCK + t
+    i = cuda.blockIdx.x * cuda.blockDim.x + t
     own = values[i] if i < values.shape[0] else 0
     s[t] = own
     cuda.syncthreads()
