@@ -25,17 +25,24 @@ from typing import Any
 
 import numpy as np
 
+#: The kinds of log entry that are not work: the host waited (for a stream, an event or, on
+#: :data:`HOST`, the whole device); an event was recorded on a stream; a stream was made to wait
+#: for an event (``wait_event``). The GPU's recorder (:mod:`demos.asynchrony.waits`) logs the same.
+WAIT, RECORD, JOIN, HOST = "sync", "record", "join", "host"
+
 
 @dataclass(frozen=True)
 class Op:
-    """One thing issued: a copy, a kernel or a wait, the stream it went to, and how."""
+    """One thing issued: a copy, a kernel, a wait, an event recorded or waited for on a stream;
+    the stream it went to, and how."""
 
-    kind: str  # "copy in", "kernel", "array op", "copy out", "sync", "graph"
-    stream: str  # "null stream", "stream 1", ... or "host" for a wait on the whole device
+    kind: str  # "copy in", "kernel", "array op", "copy out", "graph", WAIT, RECORD or JOIN
+    stream: str  # "null stream", "stream 1", ... or HOST for a wait on the whole device
     pinned: bool | None = None  # copies: was the host side pinned memory?
     asynchronous: bool | None = None  # copies: did the host go on without waiting?
     host: int | None = None  # copies: the address of the host memory copied from or into
     device: int | None = None  # copies in: which device array was written (its id)
+    event: str = ""  # RECORD, JOIN and an event's WAIT: which event
 
 
 #: Everything issued inside the last :func:`watch`, in order.
@@ -143,7 +150,12 @@ class Stream:
 
     def synchronize(self) -> None:
         _no_wait_while_capturing(f"{self.name}.synchronize()")
-        _note(Op("sync", self.name))
+        _note(Op(WAIT, self.name))
+
+    def wait_event(self, event: Event) -> None:
+        """Later work on this stream waits for what *event* was recorded after."""
+        if not self.capturing:
+            _note(Op(JOIN, self.name, event=event.name))
 
     def begin_capture(self, mode: Any = None) -> None:
         if self.ptr == 0:
@@ -207,15 +219,20 @@ def capturing_stream() -> Stream | None:
 class Event:
     """A stand-in CUDA event: it can be recorded and waited for, but it holds no time."""
 
+    _made = 0
+
     def __init__(self, block: bool = False, disable_timing: bool = False) -> None:
+        Event._made += 1
+        self.name = f"event {Event._made}"
         self.stream: str | None = None
 
     def record(self, stream: Any = None) -> None:
         self.stream = (stream or get_current_stream()).name
+        _note(Op(RECORD, self.stream, event=self.name))
 
     def synchronize(self) -> None:
         _no_wait_while_capturing("Event.synchronize()")
-        _note(Op("sync", self.stream or "null stream"))
+        _note(Op(WAIT, self.stream or "null stream", event=self.name))
 
     def query(self) -> bool:
         return True
@@ -231,7 +248,7 @@ class Device:
 
     def synchronize(self) -> None:
         _no_wait_while_capturing("Device.synchronize()")
-        _note(Op("sync", "host"))
+        _note(Op(WAIT, HOST))
 
 
 @contextlib.contextmanager

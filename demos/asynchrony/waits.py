@@ -8,7 +8,9 @@ come out right by luck. So the streams check records the host's side too: each
 step the student's code opens in the check's timeline (:class:`StepsInOrder`:
 copy in, kernel or copy out, on its stream) and each call that made the host
 wait (:func:`recorded`: a stream's, an event's or the device's ``synchronize``,
-the runtime's, a blocking ``get``), in the order they happened. The verdict is
+the runtime's, a blocking ``get``), in the order they happened, with the events
+recorded and the streams made to wait for them (``wait_event``): a wait for one
+stream that waited for the others' events waits for theirs too. The verdict is
 then a function of that log alone, the same on CuPy and on the stand-in
 (:mod:`demos.checks.streams_checks`).
 """
@@ -20,17 +22,25 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-#: The kind of a log entry for a wait, and the "stream" of a wait for the whole device.
-WAIT, HOST = "sync", "host"
+from demos.cupy_standin_streams import HOST, JOIN, RECORD, WAIT
+
+__all__ = ["HOST", "JOIN", "RECORD", "WAIT", "Entry", "StepsInOrder", "lane", "recorded"]
 
 
 @dataclass(frozen=True)
 class Entry:
-    """A step opened (its name) or a wait (:data:`WAIT`), on a stream; a wait names its call."""
+    """A step opened (its name), a wait (:data:`WAIT`), an event recorded (:data:`RECORD`) or a
+    stream made to wait for one (:data:`JOIN`), on a stream; a wait names its call, and the
+    entries about an event name the event."""
 
     kind: str
     stream: str
     call: str = ""
+    event: str = ""
+
+
+def _event_name(event: Any) -> str:
+    return f"event {id(event):#x}"
 
 
 def lane(stream: Any) -> str:
@@ -102,7 +112,9 @@ def recorded(cp: Any, log: list[Entry] | None = None) -> Iterator[list[Entry]]:
             finally:
                 depth[0] -= 1
             stream = on(*args, **kwargs) if outer else None
-            if stream is not None:
+            if isinstance(stream, Entry):
+                log.append(stream)
+            elif stream is not None:
                 log.append(Entry(WAIT, stream, call))
             return result
 
@@ -112,9 +124,22 @@ def recorded(cp: Any, log: list[Entry] | None = None) -> Iterator[list[Entry]]:
         def record(self: Any, stream: Any = None) -> Any:
             result = original(self, stream) if stream is not None else original(self)
             events[id(self)] = lane(stream) if stream is not None else current()
+            log.append(Entry(RECORD, events[id(self)], event=_event_name(self)))
             return result
 
         return record
+
+    def joining(original: Callable) -> Callable:
+        def wait_event(self: Any, event: Any) -> Any:
+            result = original(self, event)
+            log.append(Entry(JOIN, lane(self), event=_event_name(event)))
+            return result
+
+        return wait_event
+
+    def event_wait(event: Any) -> Entry:
+        return Entry(WAIT, events.get(id(event), "an event"), "event.synchronize()",
+                     _event_name(event))  # fmt: skip
 
     def blocking_get(self: Any, stream: Any = None, *args: Any, **kwargs: Any) -> str | None:
         blocking = kwargs.get("blocking", args[2] if len(args) > 2 else True)
@@ -125,11 +150,10 @@ def recorded(cp: Any, log: list[Entry] | None = None) -> Iterator[list[Entry]]:
         patches.replace(
             cls, "synchronize", lambda f: waiting(f, "stream.synchronize()", lambda s: lane(s))
         )
+        patches.replace(cls, "wait_event", joining)
     patches.replace(cuda.Event, "record", recording)
     patches.replace(
-        cuda.Event,
-        "synchronize",
-        lambda f: waiting(f, "event.synchronize()", lambda e: events.get(id(e), "an event")),
+        cuda.Event, "synchronize", lambda f: waiting(f, "event.synchronize()", event_wait)
     )
     device_sync = waiting(cuda.Device.synchronize, "Device().synchronize()", lambda *_: HOST)
     patches.replace(

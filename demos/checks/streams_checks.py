@@ -34,7 +34,7 @@ from demos.asynchrony.overlap import (
     make_work,
     read_overlap,
 )
-from demos.asynchrony.waits import HOST, WAIT, StepsInOrder, recorded
+from demos.asynchrony.waits import HOST, JOIN, RECORD, WAIT, StepsInOrder, recorded
 from demos.checks._harness import CheckFailed
 from demos.profiling.timeline import EventTimeline, from_records
 
@@ -164,15 +164,46 @@ def _shared_buffers(issued: list[standin_streams.Op]) -> None:
         )
 
 
+def _known_done(log: Sequence[Any]) -> dict[str, int]:
+    """For each stream, the place in *log* before which all its work is known done once the
+    host's last wait returns. A host wait for a stream at k makes it k (an event's wait: where the
+    event was recorded); a stream that waited (``wait_event``) at j for an event recorded on
+    another at r, and is itself known done past j, makes the other r; :data:`HOST`'s entry
+    stands for a wait for the whole device."""
+    done: dict[str, int] = {}
+    records: dict[str, tuple[str, int]] = {}
+    joins: list[tuple[str, int, str, int]] = []
+    for k, op in enumerate(log):
+        event = getattr(op, "event", "")
+        if op.kind == RECORD:
+            records[event] = (op.stream, k)
+        elif op.kind == JOIN and event in records:
+            joins.append((op.stream, k, *records[event]))
+        elif op.kind == WAIT:
+            stream, at = records.get(event, (op.stream, k)) if event else (op.stream, k)
+            done[stream] = max(done.get(stream, -1), at)
+    grown = True
+    while grown:  # a stream that waited for one that waited for a third: follow the chain
+        grown = False
+        for waiter, j, source, r in joins:
+            if max(done.get(waiter, -1), done.get(HOST, -1)) > j and done.get(source, -1) < r:
+                done[source], grown = r, True
+    return done
+
+
 def _waited_for_all(log: Sequence[Any], used: set[str]) -> None:
-    """The host waited, after the last step was issued, for every stream that got work."""
+    """The host waited, after the last step was issued, for every stream that got work:
+    directly, through an event recorded after its last step, or through a stream that waited
+    for such an event (``wait_event``) before the host waited for it."""
     at = [k for k, op in enumerate(log) if op.kind in _STEPS]
-    after = log[at[-1] :] if at else log
-    waited = {op.stream for op in after if op.kind == WAIT}
-    if HOST in waited:  # a wait for the whole device
-        return
-    missing = sorted(used - waited)
+    last = {op.stream: k for k, op in enumerate(log) if op.kind in _STEPS}
+    done = _known_done(log)
+    missing = sorted(
+        stream for stream in used if max(done.get(stream, -1), done.get(HOST, -1)) <= last[stream]
+    )
     if missing:
+        after = log[at[-1] :] if at else log
+        waited = {op.stream for op in after if op.kind == WAIT}
         said = ", ".join(sorted(waited)) if waited else "nothing"
         calls = sorted({op.call for op in after if op.kind == WAIT and getattr(op, "call", "")})
         through = f" (through {', '.join(calls)})" if calls else ""
@@ -180,9 +211,10 @@ def _waited_for_all(log: Sequence[Any], used: set[str]) -> None:
             f"after the loop the host waited for {said}{through}, not for "
             f"{', '.join(missing)}: the array you return may still be filling (on a GPU it "
             "can come out right by luck, when those streams happen to finish first). Wait for "
-            "every stream you used (s.synchronize() for each, an event recorded on each, or "
-            "cp.cuda.Device().synchronize(); the default stream does not wait for streams made "
-            "with non_blocking=True)."
+            "every stream you used (s.synchronize() for each, an event recorded on each after "
+            "its last chunk, one stream made to wait for the others' events with wait_event "
+            "and then waited for, or cp.cuda.Device().synchronize(); the default stream does "
+            "not wait for streams made with non_blocking=True)."
         )
 
 

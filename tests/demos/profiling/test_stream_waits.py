@@ -20,7 +20,7 @@ import pytest
 
 from demos import cupy_standin
 from demos import cupy_standin_streams as standin
-from demos.asynchrony.waits import HOST, WAIT, Entry, StepsInOrder, recorded
+from demos.asynchrony.waits import HOST, JOIN, RECORD, WAIT, Entry, StepsInOrder, recorded
 from demos.checks import answer_source
 from demos.checks._harness import CheckFailed
 from demos.checks.streams_checks import gpu_verdict, host_waits
@@ -65,6 +65,14 @@ def _wait(lane: str, call: str = "stream.synchronize()") -> Entry:
 EVERY_STREAM = [_wait(lane) for lane in LANES]
 
 
+def _joined(into: str = LANES[0], waited: str = LANES[0]) -> list[Entry]:
+    """An event recorded on every stream, stream *into* made to wait for all of them
+    (``wait_event``), then the host waiting for stream *waited*."""
+    records = [Entry(RECORD, lane, event=f"event {k}") for k, lane in enumerate(LANES)]
+    joins = [Entry(JOIN, into, event=f"event {k}") for k in range(N_STREAMS)]
+    return [*records, *joins, _wait(waited)]
+
+
 @pytest.mark.parametrize(
     "log",
     [
@@ -72,8 +80,20 @@ EVERY_STREAM = [_wait(lane) for lane in LANES]
         _issued() + [_wait(HOST, "Device().synchronize()")],
         _issued() + [_wait(lane, "event.synchronize()") for lane in reversed(LANES)],
         _issued() + [_wait(HOST, "runtime.deviceSynchronize()")],
+        _issued() + _joined(),
+        # a chain: stream 1 waits for stream 0's event, stream 2 for stream 1's, ...
+        _issued()
+        + [
+            entry
+            for k in range(1, N_STREAMS)
+            for entry in (
+                Entry(RECORD, LANES[k - 1], event=f"e{k}"),
+                Entry(JOIN, LANES[k], event=f"e{k}"),
+            )
+        ]
+        + [_wait(LANES[-1])],
     ],
-    ids=["every-stream", "device", "events", "runtime"],
+    ids=["every-stream", "device", "events", "runtime", "joined", "joined-chain"],
 )
 def test_waiting_once_for_everything_after_the_loop_passes(log: list[Entry]) -> None:
     assert "overlapped" in gpu_verdict(_records(), log, CHUNKS, N_STREAMS, pinned=True)
@@ -113,6 +133,22 @@ def test_waiting_once_for_everything_after_the_loop_passes(log: list[Entry]) -> 
             _issued(lambda k: [_wait(LANES[k % N_STREAMS], "a blocking get()")]) + EVERY_STREAM,
             "the first a blocking get() for",
         ),
+        # the others' events joined into stream 0, but the host waits for stream 1
+        (_issued() + _joined(waited=LANES[1]), f"not for {LANES[0]}, {', '.join(LANES[2:])}"),
+        # events recorded in the first round (before the second round's work), joined at the end
+        (
+            [*_issued()[: 3 * N_STREAMS], *_joined()[: 2 * N_STREAMS], *_issued()[3 * N_STREAMS :]]
+            + [_joined()[-1]],
+            f"not for {', '.join(LANES[1:])}",
+        ),
+        # an event recorded in the first round, waited for by the host after the loop
+        (
+            [*_issued()[: 3 * N_STREAMS], Entry(RECORD, LANES[1], event="early")]
+            + _issued()[3 * N_STREAMS :]
+            + [*(_wait(lane) for lane in LANES if lane != LANES[1])]
+            + [Entry(WAIT, LANES[1], "event.synchronize()", "early")],
+            f"not for {LANES[1]}",
+        ),
     ],
     ids=[
         "last-stream-only",
@@ -122,6 +158,9 @@ def test_waiting_once_for_everything_after_the_loop_passes(log: list[Entry]) -> 
         "sync-every-chunk",
         "sync-every-round",
         "blocking-get",
+        "joined-other-stream-waited",
+        "joined-early-events",
+        "early-event-waited",
     ],
 )
 def test_a_wrong_wait_fails_even_when_the_timeline_overlapped(log: list[Entry], words: str) -> None:
@@ -180,11 +219,25 @@ EVENT_EACH = (
 )
 
 
+JOIN_CHAIN = (  # stream k waits for stream k + 1's last chunk; the host waits for the first
+    "    for k in reversed(range(1, len(streams))):\n"
+    "        e = cp.cuda.Event()\n"
+    "        e.record(streams[k])\n"
+    "        streams[k - 1].wait_event(e)\n"
+    "    streams[0].synchronize()\n"
+)
+
+
 @pytest.mark.parametrize(
     "source, words",
     [
         (_variant(), None),
         (_variant(EVENT_EACH), None),
+        (_variant(JOIN_CHAIN), None),
+        (
+            _variant(JOIN_CHAIN.replace("streams[0].synchronize()", "streams[1].synchronize()")),
+            "not for",
+        ),  # fmt: skip  # fmt: skip
         (_variant("    cp.cuda.Device().synchronize()\n"), None),
         (_variant("    cp.cuda.runtime.deviceSynchronize()\n"), None),
         (_variant("    s.synchronize()\n"), "not for"),
@@ -201,6 +254,8 @@ EVENT_EACH = (
     ids=[
         "each-stream",
         "event-per-stream",
+        "join-chain",
+        "join-chain-wrong-wait",
         "device",
         "runtime",
         "last-stream-only",
@@ -226,6 +281,7 @@ def _patched_calls() -> tuple:
         cp.cuda.Stream.__dict__["synchronize"],
         cp.cuda.Event.__dict__["synchronize"],
         cp.cuda.Event.__dict__["record"],
+        cp.cuda.Stream.__dict__["wait_event"],
         cp.cuda.Device,
         cp.cuda.runtime.deviceSynchronize,
         "get" in vars(cp.ndarray),

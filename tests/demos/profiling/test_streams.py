@@ -42,6 +42,15 @@ PINNED_LOOP = """        with s:
 """
 
 
+JOIN_INTO_FIRST = (
+    "    for s in streams[1:]:  # the first stream waits for every other's last chunk\n"
+    "        e = cp.cuda.Event()\n"
+    "        e.record(s)\n"
+    "        streams[0].wait_event(e)\n"
+    "    streams[0].synchronize()\n"
+)
+
+
 def _pipeline(loop_body: str, *, prelude: str = "", after: str = STREAMS_SYNC) -> str:
     return (
         HEAD
@@ -212,6 +221,16 @@ def _verdict(name: str, source: str, capsys: pytest.CaptureFixture[str]) -> str:
             ),
             "✓",
         ),
+        # the other streams' last events joined into the first stream, which the host waits for
+        (_pipeline(PINNED_LOOP, after=JOIN_INTO_FIRST), "✓"),
+        # ... but the host waits for another stream than the one that joined them
+        (
+            _pipeline(
+                PINNED_LOOP,
+                after=JOIN_INTO_FIRST.replace("streams[0].synchronize", "streams[1].synchronize"),
+            ),
+            "the array you return may still be filling",
+        ),
         # the last event of the loop only: one stream of four
         (
             _pipeline(
@@ -256,6 +275,8 @@ def _verdict(name: str, source: str, capsys: pytest.CaptureFixture[str]) -> str:
         "breadth-first",
         "device-sync",
         "event-per-stream",
+        "joined-into-first",
+        "joined-other-stream-waited",
         "last-event-only",
         "sync-every-round",
     ],
@@ -287,6 +308,8 @@ def test_streamed_work_names_each_mistake_and_accepts_variants(source, words, ca
         # (or, when a row was still being copied as the function returned, the result says so:
         # both say the returned array was still filling)
         (_pipeline(PINNED_LOOP, after="    s.synchronize()\n"), "filling"),
+        # the others' events joined into one stream, and that stream waited for
+        (_pipeline(PINNED_LOOP, after=JOIN_INTO_FIRST), "overlapped"),
         # a wait after every chunk: serial, whatever the timeline's noise says
         (
             _pipeline(PINNED_LOOP + "        s.synchronize()\n"),
@@ -299,6 +322,7 @@ def test_streamed_work_names_each_mistake_and_accepts_variants(source, words, ca
         "no-final-wait",
         "device-sync",
         "last-stream-only",
+        "joined-into-first",
         "sync-in-loop",
     ],
 )
