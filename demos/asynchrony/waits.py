@@ -70,6 +70,7 @@ class _Patches:
 
     def __init__(self) -> None:
         self._undo: list[Callable[[], None]] = []
+        self._made: list[tuple[Any, Any]] = []  # (original, replacement)
 
     def replace(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
         """Replace *owner.name* by *make(original)*; an owner that refuses is left as it is."""
@@ -77,14 +78,29 @@ class _Patches:
             return
         own = name in getattr(owner, "__dict__", {})
         original = owner.__dict__[name] if own else getattr(owner, name)
+        replacement = make(getattr(owner, name))
         try:
-            setattr(owner, name, make(getattr(owner, name)))
+            setattr(owner, name, replacement)
         except (AttributeError, TypeError):  # an extension type that allows no new attribute
             return
+        self._made.append((original, replacement))
         if own:
             self._undo.append(lambda: setattr(owner, name, original))
         else:
             self._undo.append(lambda: delattr(owner, name))
+
+    def rebind(self, namespace: dict[str, Any] | None) -> None:
+        """Replace, in *namespace* too, each name bound to a replaced original: a student who
+        wrote ``from cupy.cuda.runtime import deviceSynchronize`` before the check holds the
+        original, which the attribute's replacement alone would not see called."""
+        for key, value in list((namespace or {}).items()):
+            for original, replacement in self._made:
+                if value is original:
+                    namespace[key] = replacement
+                    self._undo.append(
+                        lambda key=key, value=value: namespace.__setitem__(key, value)
+                    )
+                    break
 
     def restore(self) -> None:
         while self._undo:
@@ -92,11 +108,14 @@ class _Patches:
 
 
 @contextlib.contextmanager
-def recorded(cp: Any, log: list[Entry] | None = None) -> Iterator[list[Entry]]:
+def recorded(
+    cp: Any, log: list[Entry] | None = None, namespace: dict[str, Any] | None = None
+) -> Iterator[list[Entry]]:
     """Log into *log* (yielded) every wait of the host made through *cp* (CuPy or the
     stand-in) inside the block: the call returned, so the host waited for that stream (or, for
     the device and the runtime's ``deviceSynchronize``, for all of them). A wait made inside
-    another (a blocking ``get`` that synchronises its stream) is logged once."""
+    another (a blocking ``get`` that synchronises its stream) is logged once. The names of
+    *namespace* (the student's globals) bound to a call that is watched are watched too."""
     log = [] if log is None else log
     cuda, depth, events = cp.cuda, [0], {}
 
@@ -173,6 +192,7 @@ def recorded(cp: Any, log: list[Entry] | None = None) -> Iterator[list[Entry]]:
     patches.replace(
         getattr(cp, "ndarray", None), "get", lambda f: waiting(f, "a blocking get()", blocking_get)
     )
+    patches.rebind(namespace)
     try:
         yield log
     finally:

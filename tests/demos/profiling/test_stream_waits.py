@@ -206,7 +206,7 @@ def _variant(after: str | None = None, in_loop: str = "") -> str:
 def _run(source: str) -> list[Entry]:
     fn = notebook_cell(source, "streamed_work")
     data = np.random.default_rng(1).random((CHUNKS, 16), dtype=np.float32)
-    with recorded(cp) as log:
+    with recorded(cp, namespace=fn.__globals__) as log:  # as the check calls it
         fn(data, lambda x: x * 2, N_STREAMS, StepsInOrder(EventTimeline(False), log, cp))
     return log
 
@@ -234,6 +234,12 @@ JOIN_CHAIN = (  # stream k waits for stream k + 1's last chunk; the host waits f
         (_variant(), None),
         (_variant(EVENT_EACH), None),
         (_variant(JOIN_CHAIN), None),
+        # the wait taken by a name of the student's own, before the check patched anything
+        (
+            _variant("    device_sync()\n") + "device_sync = cp.cuda.runtime.deviceSynchronize\n",
+            None,
+        ),
+        (_variant("    Device().synchronize()\n") + "Device = cp.cuda.Device\n", None),
         (
             _variant(JOIN_CHAIN.replace("streams[0].synchronize()", "streams[1].synchronize()")),
             "not for",
@@ -255,6 +261,8 @@ JOIN_CHAIN = (  # stream k waits for stream k + 1's last chunk; the host waits f
         "each-stream",
         "event-per-stream",
         "join-chain",
+        "runtime-by-own-name",
+        "device-by-own-name",
         "join-chain-wrong-wait",
         "device",
         "runtime",
@@ -286,6 +294,16 @@ def _patched_calls() -> tuple:
         cp.cuda.runtime.deviceSynchronize,
         "get" in vars(cp.ndarray),
     )
+
+
+def test_the_recorder_puts_the_students_own_names_back() -> None:
+    namespace = {"device_sync": cp.cuda.runtime.deviceSynchronize, "Device": cp.cuda.Device}
+    before = dict(namespace)
+    with recorded(cp, namespace=namespace) as log:
+        namespace["device_sync"]()
+        namespace["Device"]().synchronize()
+    assert [(e.kind, e.stream) for e in log] == [(WAIT, HOST), (WAIT, HOST)]
+    assert namespace == before
 
 
 def test_the_recorder_logs_a_nested_wait_once_and_puts_every_call_back() -> None:
