@@ -23,6 +23,7 @@ from helpers import ROOT, free_port
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 SCREENSHOTS = Path(os.environ.get("COURSE_SCREENSHOT_DIR", ROOT / "browser-screenshots"))
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium comes with the 'test' extra")
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -121,10 +122,16 @@ def _wait(driver, seconds: float = 60) -> WebDriverWait:
     return WebDriverWait(driver, seconds, poll_frequency=0.25)
 
 
+def _kernel_idle(driver, seconds: float = 90) -> None:
+    """Wait until the status bar says the notebook's kernel is idle: started, page settled."""
+    _wait(driver, seconds).until(
+        lambda d: "Idle" in d.find_element(By.CSS_SELECTOR, "#jp-main-statusbar").text
+    )
+
+
 def _type_into(driver, css: str, text: str) -> None:
     """Click the editor that ``css`` finds and type ``text``, finding it again if
     JupyterLab re-renders it in between (the page settles after the kernel starts)."""
-    from selenium.common.exceptions import StaleElementReferenceException
 
     def typed(d) -> bool:
         editor = EC.element_to_be_clickable((By.CSS_SELECTOR, css))(d)
@@ -176,9 +183,7 @@ def _open_notebook(driver, lab: Lab, path: str):
     _wait(driver, 90).until(
         EC.presence_of_element_located((By.CSS_SELECTOR, f"{panel} .jp-Notebook .jp-Cell"))
     )
-    _wait(driver, 90).until(
-        lambda d: "Idle" in d.find_element(By.CSS_SELECTOR, "#jp-main-statusbar").text
-    )
+    _kernel_idle(driver)
     return driver.find_element(By.CSS_SELECTOR, panel)
 
 

@@ -180,7 +180,7 @@ def _known_done(log: Sequence[Any]) -> dict[str, int]:
         elif op.kind == JOIN and event in records:
             joins.append((op.stream, k, *records[event]))
         elif op.kind == WAIT:
-            stream, at = records.get(event, (op.stream, k)) if event else (op.stream, k)
+            stream, at = records.get(event, (op.stream, k))  # an event's: where recorded
             done[stream] = max(done.get(stream, -1), at)
     grown = True
     while grown:  # a stream that waited for one that waited for a third: follow the chain
@@ -195,14 +195,13 @@ def _waited_for_all(log: Sequence[Any], used: set[str]) -> None:
     """The host waited, after the last step was issued, for every stream that got work:
     directly, through an event recorded after its last step, or through a stream that waited
     for such an event (``wait_event``) before the host waited for it."""
-    at = [k for k, op in enumerate(log) if op.kind in _STEPS]
     last = {op.stream: k for k, op in enumerate(log) if op.kind in _STEPS}
     done = _known_done(log)
     missing = sorted(
         stream for stream in used if max(done.get(stream, -1), done.get(HOST, -1)) <= last[stream]
     )
     if missing:
-        after = log[at[-1] :] if at else log
+        after = log[max(last.values()) :] if last else log
         waited = {op.stream for op in after if op.kind == WAIT}
         said = ", ".join(sorted(waited)) if waited else "nothing"
         calls = sorted({op.call for op in after if op.kind == WAIT and getattr(op, "call", "")})

@@ -24,7 +24,7 @@ from helpers import ROOT, needs_chromium
 
 pytestmark = [pytest.mark.slow, needs_chromium]
 
-from browser_helpers import EC, By, _chromium, _type_into, _wait, step  # noqa: E402 (skips without selenium)
+from browser_helpers import EC, By, _chromium, _kernel_idle, _type_into, _wait, step  # noqa: E402 (skips without selenium)
 
 TYPED = "typed_before_the_limit = 1"
 NOTEBOOK = {
@@ -75,9 +75,7 @@ def test_jupyterlab_warns_and_saves_before_the_limit(cluster: LocalCluster, tmp_
     try:
         with step(driver, "time-limit-1-type"):
             driver.get(f"http://127.0.0.1:{port}/lab/tree/notes.ipynb?token={token}&reset")
-            _wait(driver, 90).until(
-                lambda d: "Idle" in d.find_element(By.CSS_SELECTOR, "#jp-main-statusbar").text
-            )
+            _kernel_idle(driver)
             _type_into(driver, ".jp-Notebook .jp-Cell .cm-content", TYPED)
             _wait(driver, 20).until(
                 EC.presence_of_element_located((By.CSS_SELECTOR, ".lm-TabBar-tab.jp-mod-dirty"))
